@@ -1,0 +1,198 @@
+// The tile-language builder. A kernel is built by running C++ that records statements into the
+// current scope: `kernel(...)` opens a kernel, each op appends to it, and loops/conditionals
+// open nested scopes. Every op takes the caller's source location so that an invalid kernel is
+// reported where it was written.
+#pragma once
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "tilepilot/error.h"
+#include "tilepilot/expr.h"
+
+namespace tp {
+namespace ir {
+struct BufferNode;
+struct KernelNode;
+} // namespace ir
+
+using Loc = std::source_location;
+
+/// The first index of an element access or tile box; it records where the access was written.
+struct Idx {
+  template <typename T>
+  Idx(T v, Loc l = Loc::current()) : e(v), loc(l) {}
+  Expr e;
+  Loc loc;
+};
+
+/// A reference to one element of a tensor or tile: reads as an Expr, assignment records a Store.
+class ElemRef {
+public:
+  ElemRef(std::shared_ptr<const ir::BufferNode> b, std::vector<Expr> idx, Loc loc);
+  operator Expr() const;
+  ElemRef& operator=(const Expr& v);
+  ElemRef& operator=(const ElemRef& v) { return *this = Expr(v); }
+  ElemRef& operator+=(const Expr& v);
+  ElemRef& operator-=(const Expr& v);
+  ElemRef& operator*=(const Expr& v);
+
+  std::shared_ptr<const ir::BufferNode> buffer;
+  std::vector<Expr> indices;
+  Loc loc;
+};
+
+/// A box of a tensor or tile: `A.tile(row0, col0)` (extents come from the other side of the
+/// copy) or `A.tile({row0, col0}, {64, 32})`.
+struct TileRef {
+  std::shared_ptr<const ir::BufferNode> buffer;
+  std::vector<Expr> min;
+  std::vector<int64_t> extent; // empty: taken from the tile on the other side
+  Loc loc;
+};
+
+/// A global tensor: a kernel parameter, row-major and contiguous.
+class Tensor {
+public:
+  Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc loc = Loc::current());
+  template <typename... Is>
+  ElemRef operator()(Idx i0, Is... is) const {
+    return elem({i0.e, Expr(is)...}, i0.loc);
+  }
+  ElemRef elem(std::vector<Expr> idx, Loc loc = Loc::current()) const;
+  TileRef tile(std::vector<Expr> min, Loc loc = Loc::current()) const;
+  TileRef tile(std::vector<Expr> min, std::vector<int64_t> extent, Loc loc = Loc::current()) const;
+  template <typename... Is>
+  TileRef tile(Idx i0, Is... is) const {
+    return tile(std::vector<Expr>{i0.e, Expr(is)...}, i0.loc);
+  }
+  const std::shared_ptr<const ir::BufferNode>& buffer() const { return buffer_; }
+  const std::string& name() const;
+  DType dtype() const;
+
+private:
+  std::shared_ptr<const ir::BufferNode> buffer_;
+};
+
+/// A tile: shared, fragment or local storage allocated inside a kernel.
+class Tile {
+public:
+  explicit Tile(std::shared_ptr<const ir::BufferNode> b) : buffer_(std::move(b)) {}
+  template <typename... Is>
+  ElemRef operator()(Idx i0, Is... is) const {
+    return elem({i0.e, Expr(is)...}, i0.loc);
+  }
+  ElemRef elem(std::vector<Expr> idx, Loc loc = Loc::current()) const;
+  TileRef region(std::vector<Expr> min, std::vector<int64_t> extent,
+                 Loc loc = Loc::current()) const;
+  const std::shared_ptr<const ir::BufferNode>& buffer() const { return buffer_; }
+  std::vector<int64_t> shape() const;
+  DType dtype() const;
+
+private:
+  std::shared_ptr<const ir::BufferNode> buffer_;
+};
+
+/// An operand of a tile op: a whole tile or a box of a tensor/tile.
+struct Operand {
+  Operand(const Tile& t) : ref{t.buffer(), {}, {}, Loc::current()}, whole(true) {}
+  Operand(TileRef r) : ref(std::move(r)) {}
+  TileRef ref;
+  bool whole = false;
+};
+
+/// A built kernel: immutable, shareable, printable (see ir/IRPrinter.h).
+class Kernel {
+public:
+  Kernel() = default;
+  explicit Kernel(std::shared_ptr<const ir::KernelNode> k) : node_(std::move(k)) {}
+  const ir::KernelNode* operator->() const { return node_.get(); }
+  const ir::KernelNode& node() const { return *node_; }
+  const std::shared_ptr<const ir::KernelNode>& ptr() const { return node_; }
+  bool defined() const { return node_ != nullptr; }
+
+private:
+  std::shared_ptr<const ir::KernelNode> node_;
+};
+
+struct Grid {
+  std::vector<Expr> extents;
+};
+template <typename... Es>
+Grid grid(Es... es) {
+  return Grid{{Expr(es)...}};
+}
+struct Threads {
+  int count;
+};
+inline Threads threads(int n) { return Threads{n}; }
+
+/// Options of a kernel that are not part of its body.
+struct KernelOptions {
+  int64_t smem_limit = 0; // bytes of shared memory the kernel may use; 0 = the target's
+};
+
+/// Builds a kernel. `body` takes one Var per grid dimension (block indices x, y, z).
+Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+              std::function<void(Var)> body, KernelOptions opts = {}, Loc loc = Loc::current());
+Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+              std::function<void(Var, Var)> body, KernelOptions opts = {},
+              Loc loc = Loc::current());
+Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+              std::function<void(Var, Var, Var)> body, KernelOptions opts = {},
+              Loc loc = Loc::current());
+
+Tile alloc_shared(std::vector<int64_t> shape, DType t, Loc loc = Loc::current());
+Tile alloc_fragment(std::vector<int64_t> shape, DType t, Loc loc = Loc::current());
+Tile alloc_local(std::vector<int64_t> shape, DType t, Loc loc = Loc::current());
+
+void copy(const Operand& src, const Operand& dst, Loc loc = Loc::current());
+struct GemmOptions {
+  bool trans_a = false, trans_b = false, clear = false;
+};
+void gemm(const Operand& a, const Operand& b, const Operand& c, GemmOptions o = {},
+          Loc loc = Loc::current());
+void fill(const Operand& dst, const Expr& value, Loc loc = Loc::current());
+void clear(const Operand& dst, Loc loc = Loc::current());
+
+enum class Reduction { max, min, sum, absmax };
+void reduce(Reduction kind, const Tile& src, const Tile& dst, int dim, bool clear = true,
+            Loc loc = Loc::current());
+void reduce_max(const Tile& src, const Tile& dst, int dim, bool clear = true,
+                Loc loc = Loc::current());
+void reduce_sum(const Tile& src, const Tile& dst, int dim, bool clear = true,
+                Loc loc = Loc::current());
+
+void parallel(std::vector<int64_t> extents, std::function<void(Var)> body,
+              Loc loc = Loc::current());
+void parallel(std::vector<int64_t> extents, std::function<void(Var, Var)> body,
+              Loc loc = Loc::current());
+void parallel(std::vector<int64_t> extents, std::function<void(Var, Var, Var)> body,
+              Loc loc = Loc::current());
+void pipelined(const Expr& n, int stages, std::function<void(Var)> body, Loc loc = Loc::current());
+void serial(const Expr& n, std::function<void(Var)> body, Loc loc = Loc::current());
+void serial(const Expr& begin, const Expr& end, std::function<void(Var)> body,
+            Loc loc = Loc::current());
+void unrolled(int64_t n, std::function<void(Var)> body, Loc loc = Loc::current());
+void if_then(const Expr& cond, std::function<void()> then_body, Loc loc = Loc::current());
+void if_then_else(const Expr& cond, std::function<void()> then_body,
+                  std::function<void()> else_body, Loc loc = Loc::current());
+
+/// Element atomic add (any scope for the value, global or shared destination).
+void atomic_add(const ElemRef& dst, const Expr& value, Loc loc = Loc::current());
+/// Tile atomic add: dst box += src tile, element-wise.
+void atomic_add(const Operand& dst, const Tile& src, Loc loc = Loc::current());
+
+void print(const std::string& label, const Expr& value, Loc loc = Loc::current());
+void print(const std::string& label, const Tile& tile, Loc loc = Loc::current());
+
+/// Annotations: hints the CUDA backend may use (block rasterization "swizzle", "warp_specialize",
+/// layout pinning); they never change results.
+void annotate(const std::string& key, const std::string& value, Loc loc = Loc::current());
+
+} // namespace tp

@@ -1,0 +1,376 @@
+// The tile-level IR: expression and statement nodes as plain structs with public fields.
+// Every node kind comes from the X-macro lists below, which also generate the visitor, the
+// mutator and the printer's dispatch. Conventions:
+//   - Shapes and extents are in elements; tile extents are compile-time constants.
+//   - A Region is `buffer[min[d] : min[d] + extent[d])` in every dimension d; reads outside the
+//     buffer's shape give 0 and writes outside it are dropped (tile ops only; element
+//     loads/stores must be in bounds).
+//   - Integer division and modulo truncate toward zero.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tilepilot/error.h"
+#include "tilepilot/expr.h"
+
+namespace tp::ir {
+
+#define TILEPILOT_IR_EXPRS(X)                                                                      \
+  X(IntImm)                                                                                        \
+  X(FloatImm)                                                                                      \
+  X(Variable)                                                                                      \
+  X(Binary)                                                                                        \
+  X(Call)                                                                                          \
+  X(Select)                                                                                        \
+  X(Cast)                                                                                          \
+  X(Load)
+
+#define TILEPILOT_IR_STMTS(X)                                                                      \
+  X(Seq)                                                                                           \
+  X(For)                                                                                           \
+  X(Parallel)                                                                                      \
+  X(IfThenElse)                                                                                    \
+  X(Store)                                                                                         \
+  X(Allocate)                                                                                      \
+  X(Copy)                                                                                          \
+  X(Gemm)                                                                                          \
+  X(Fill)                                                                                          \
+  X(Reduce)                                                                                        \
+  X(AtomicAdd)                                                                                     \
+  X(Print)
+
+enum class NodeKind : uint8_t {
+#define TILEPILOT_X(n) n,
+  TILEPILOT_IR_EXPRS(TILEPILOT_X) TILEPILOT_IR_STMTS(TILEPILOT_X)
+#undef TILEPILOT_X
+};
+const char* node_kind_name(NodeKind k);
+
+// ---------------------------------------------------------------------------------------------
+// Buffers: global tensors (kernel parameters) and tiles.
+
+enum class Scope : uint8_t {
+  global,   // device memory; a kernel parameter
+  shared,   // one copy per block
+  fragment, // distributed over the block's threads (registers); element access only in parallel
+  local,    // per thread, the same value in every thread outside `parallel`
+};
+const char* scope_name(Scope s);
+
+struct BufferNode {
+  std::string name;
+  uint64_t uid = 0;
+  Scope scope = Scope::global;
+  DType dtype = DType::f32;
+  std::vector<Expr> shape; // tiles: integer immediates; tensors: immediates or Dims
+  uint64_t kernel_uid = 0; // the kernel that allocated it (0 for tensors: any kernel)
+  SourceLoc loc;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// The constant shape; an internal error when some extent is symbolic.
+  std::vector<int64_t> const_shape() const;
+  int64_t const_elements() const;
+};
+using Buffer = std::shared_ptr<const BufferNode>;
+Buffer make_buffer(std::string name, Scope scope, DType dtype, std::vector<Expr> shape,
+                   uint64_t kernel_uid, SourceLoc loc);
+
+/// A box of a buffer. min and extent have the buffer's rank.
+struct Region {
+  Buffer buffer;
+  std::vector<Expr> min;
+  std::vector<int64_t> extent;
+
+  /// The region's extents without its unit dimensions: two regions are copy-compatible when
+  /// these agree (a [1, 1, 64, 128] box of a 4-d tensor matches a [64, 128] tile).
+  std::vector<int64_t> squeezed() const;
+  int64_t elements() const;
+};
+/// The whole of a tile buffer.
+Region whole(const Buffer& b);
+
+// ---------------------------------------------------------------------------------------------
+// Expressions.
+
+struct ExprNode {
+  NodeKind kind;
+  DType dtype;
+  ExprNode(NodeKind k, DType t) : kind(k), dtype(t) {}
+  virtual ~ExprNode() = default;
+};
+
+template <typename T>
+const T* as(const Expr& e) {
+  return e.defined() && e->kind == T::node_kind ? static_cast<const T*>(e.get()) : nullptr;
+}
+
+struct IntImm : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::IntImm;
+  int64_t value;
+  explicit IntImm(int64_t v, DType t = DType::i32) : ExprNode(node_kind, t), value(v) {}
+  static Expr make(int64_t v);
+};
+
+struct FloatImm : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::FloatImm;
+  double value;
+  FloatImm(double v, DType t) : ExprNode(node_kind, t), value(v) {}
+  static Expr make(double v, DType t = DType::f32);
+};
+
+struct Variable : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Variable;
+  std::string name;
+  uint64_t uid;
+  Variable(std::string n, uint64_t u, DType t) : ExprNode(node_kind, t), name(std::move(n)), uid(u) {}
+  static Var make(const std::string& name, DType t = DType::i32);
+};
+
+enum class BinOp : uint8_t { add, sub, mul, div, mod, min, max, eq, ne, lt, le, gt, ge, land, lor };
+const char* binop_name(BinOp op); // the C++ spelling ("+", "<=") or function name ("min")
+bool binop_is_compare(BinOp op);
+
+struct Binary : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Binary;
+  BinOp op;
+  Expr a, b;
+  Binary(BinOp o, Expr x, Expr y, DType t)
+      : ExprNode(node_kind, t), op(o), a(std::move(x)), b(std::move(y)) {}
+  /// Promotes operands (any float -> f32, else i32; comparisons give bool) and folds constants.
+  static Expr make(BinOp op, Expr a, Expr b);
+};
+
+enum class CallOp : uint8_t { neg, lnot, abs, exp, exp2, log, log2, sqrt, rsqrt };
+const char* callop_name(CallOp op);
+
+struct Call : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Call;
+  CallOp op;
+  std::vector<Expr> args;
+  Call(CallOp o, std::vector<Expr> a, DType t) : ExprNode(node_kind, t), op(o), args(std::move(a)) {}
+  static Expr make(CallOp op, std::vector<Expr> args);
+};
+
+struct Select : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Select;
+  Expr cond, a, b;
+  Select(Expr c, Expr x, Expr y, DType t)
+      : ExprNode(node_kind, t), cond(std::move(c)), a(std::move(x)), b(std::move(y)) {}
+  static Expr make(Expr c, Expr a, Expr b);
+};
+
+struct Cast : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Cast;
+  Expr value;
+  Cast(Expr v, DType t) : ExprNode(node_kind, t), value(std::move(v)) {}
+  static Expr make(DType t, Expr v);
+};
+
+/// One element of a buffer. Its dtype is the buffer's; arithmetic promotes f16/bf16 to f32.
+struct Load : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Load;
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Load(Buffer b, std::vector<Expr> i, DType t)
+      : ExprNode(node_kind, t), buffer(std::move(b)), indices(std::move(i)) {}
+  static Expr make(Buffer b, std::vector<Expr> indices);
+};
+
+/// The arithmetic type an operand of dtype t computes in: f16/bf16 -> f32.
+DType compute_type(DType t);
+
+// ---------------------------------------------------------------------------------------------
+// Statements. Each carries the source location of the builder call that made it.
+
+struct StmtNode {
+  NodeKind kind;
+  SourceLoc loc;
+  StmtNode(NodeKind k, SourceLoc l) : kind(k), loc(std::move(l)) {}
+  virtual ~StmtNode() = default;
+};
+
+class Stmt {
+public:
+  Stmt() = default;
+  template <typename T>
+  Stmt(std::shared_ptr<T> n) : node_(std::move(n)) {}
+  bool defined() const { return node_ != nullptr; }
+  const StmtNode* get() const { return node_.get(); }
+  const StmtNode* operator->() const { return node_.get(); }
+  bool same_as(const Stmt& o) const { return node_ == o.node_; }
+
+private:
+  std::shared_ptr<const StmtNode> node_;
+};
+
+template <typename T>
+const T* as(const Stmt& s) {
+  return s.defined() && s->kind == T::node_kind ? static_cast<const T*>(s.get()) : nullptr;
+}
+
+struct Seq : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Seq;
+  std::vector<Stmt> stmts;
+  Seq(std::vector<Stmt> s, SourceLoc l) : StmtNode(node_kind, std::move(l)), stmts(std::move(s)) {}
+  static Stmt make(std::vector<Stmt> stmts, SourceLoc loc = {});
+};
+
+enum class ForKind : uint8_t {
+  serial,    // in order
+  unrolled,  // in order; fully unrolled by the CUDA backend (constant extent)
+  pipelined, // in order; copies of iteration i + stages - 1 overlap compute of iteration i
+};
+const char* for_kind_name(ForKind k);
+
+/// for var in [min, min + extent)
+struct For : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::For;
+  Var var;
+  Expr min, extent;
+  ForKind for_kind;
+  int stages; // pipelined only; 1 otherwise
+  Stmt body;
+  For(Var v, Expr mn, Expr ext, ForKind k, int st, Stmt b, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), var(std::move(v)), min(std::move(mn)),
+        extent(std::move(ext)), for_kind(k), stages(st), body(std::move(b)) {}
+  static Stmt make(Var v, Expr min, Expr extent, ForKind k, int stages, Stmt body, SourceLoc loc);
+};
+
+/// Element-wise loop nest over a tile-shaped index space: every (vars) in [0, extents) runs the
+/// body once, in no particular order and possibly at once; iterations must be independent.
+struct Parallel : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Parallel;
+  std::vector<Var> vars;
+  std::vector<int64_t> extents;
+  Stmt body;
+  Parallel(std::vector<Var> v, std::vector<int64_t> e, Stmt b, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), vars(std::move(v)), extents(std::move(e)),
+        body(std::move(b)) {}
+  static Stmt make(std::vector<Var> vars, std::vector<int64_t> extents, Stmt body, SourceLoc loc);
+};
+
+struct IfThenElse : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::IfThenElse;
+  Expr cond;
+  Stmt then_case, else_case; // else_case may be undefined
+  IfThenElse(Expr c, Stmt t, Stmt e, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), cond(std::move(c)), then_case(std::move(t)),
+        else_case(std::move(e)) {}
+  static Stmt make(Expr c, Stmt t, Stmt e, SourceLoc loc);
+};
+
+/// buffer[indices] = value (rounded to the buffer's dtype). Indices must be in bounds.
+struct Store : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Store;
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Expr value;
+  Store(Buffer b, std::vector<Expr> i, Expr v, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), buffer(std::move(b)), indices(std::move(i)),
+        value(std::move(v)) {}
+  static Stmt make(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc loc);
+};
+
+/// Declares a tile; it lives until the end of the enclosing Seq. Contents start undefined.
+struct Allocate : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Allocate;
+  Buffer buffer;
+  Allocate(Buffer b, SourceLoc l) : StmtNode(node_kind, std::move(l)), buffer(std::move(b)) {}
+  static Stmt make(Buffer b, SourceLoc loc);
+};
+
+/// dst = src, element by element in row-major order of the squeezed extents, converting dtype.
+/// Out-of-bounds reads give 0, out-of-bounds writes are dropped.
+struct Copy : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Copy;
+  Region src, dst;
+  Copy(Region s, Region d, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), src(std::move(s)), dst(std::move(d)) {}
+  static Stmt make(Region src, Region dst, SourceLoc loc);
+};
+
+/// c (+)= op(a) * op(b), op = transpose when trans_*; products accumulate in c's dtype (f32).
+/// a is [M, K] ([K, M] when trans_a), b is [K, N] ([N, K] when trans_b), c is [M, N].
+struct Gemm : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Gemm;
+  Region a, b, c;
+  bool trans_a, trans_b, clear;
+  Gemm(Region x, Region y, Region z, bool ta, bool tb, bool cl, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), a(std::move(x)), b(std::move(y)), c(std::move(z)),
+        trans_a(ta), trans_b(tb), clear(cl) {}
+  static Stmt make(Region a, Region b, Region c, bool trans_a, bool trans_b, bool clear,
+                   SourceLoc loc);
+};
+
+/// Every element of dst (in bounds) = value.
+struct Fill : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Fill;
+  Region dst;
+  Expr value;
+  Fill(Region d, Expr v, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), dst(std::move(d)), value(std::move(v)) {}
+  static Stmt make(Region dst, Expr value, SourceLoc loc);
+};
+
+enum class ReduceOp : uint8_t { max, min, sum, absmax };
+const char* reduce_op_name(ReduceOp op);
+
+/// dst = reduce(src along dim), dst's shape is src's without dim. Without clear, the result is
+/// combined with dst's previous contents.
+struct Reduce : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Reduce;
+  ReduceOp op;
+  Buffer src, dst;
+  int dim;
+  bool clear;
+  Reduce(ReduceOp o, Buffer s, Buffer d, int dm, bool cl, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), op(o), src(std::move(s)), dst(std::move(d)), dim(dm),
+        clear(cl) {}
+  static Stmt make(ReduceOp op, Buffer src, Buffer dst, int dim, bool clear, SourceLoc loc);
+};
+
+/// buffer[indices] += value, atomically with respect to other blocks.
+struct AtomicAdd : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::AtomicAdd;
+  Buffer buffer;
+  std::vector<Expr> indices;
+  Expr value;
+  AtomicAdd(Buffer b, std::vector<Expr> i, Expr v, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), buffer(std::move(b)), indices(std::move(i)),
+        value(std::move(v)) {}
+  static Stmt make(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc loc);
+};
+
+/// Debug print: a scalar value (printed once per block) or a whole tile (tile set).
+struct Print : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Print;
+  std::string label;
+  Expr value;
+  Buffer tile;
+  Print(std::string s, Expr v, Buffer t, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), label(std::move(s)), value(std::move(v)),
+        tile(std::move(t)) {}
+  static Stmt make(std::string label, Expr value, Buffer tile, SourceLoc loc);
+};
+
+// ---------------------------------------------------------------------------------------------
+// A kernel: a grid of blocks, each running `body` with its block indices bound.
+
+struct KernelNode {
+  std::string name;
+  uint64_t uid = 0;
+  std::vector<Buffer> params; // global tensors, in launch order
+  std::vector<Var> dims;      // symbolic sizes, each bound by some parameter's shape
+  std::vector<Expr> grid;     // 1 to 3 extents (x, y, z)
+  std::vector<Var> block_vars;
+  int threads = 128;
+  int64_t smem_limit = 0; // bytes; 0 = the target's
+  Stmt body;
+  std::map<std::string, std::string> attrs; // annotations (rasterization, hints)
+  SourceLoc loc;
+};
+
+} // namespace tp::ir

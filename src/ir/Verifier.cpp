@@ -1,0 +1,149 @@
+// The kernel verifier.
+#include "ir/Verifier.h"
+
+#include <set>
+
+#include "ir/IRVisitor.h"
+
+namespace tp::ir {
+
+namespace {
+
+class Verifier : public IRVisitor {
+public:
+  explicit Verifier(const KernelNode& k) : k_(k) {
+    for (const Var& d : k.dims) bound_.insert(as<Variable>(d)->uid);
+    for (const Var& b : k.block_vars) bound_.insert(as<Variable>(b)->uid);
+    for (const Buffer& p : k.params) live_.push_back({p->uid});
+    live_.push_back({});
+  }
+
+  void run() {
+    loc_ = k_.loc;
+    for (const Expr& g : k_.grid) visit(g);
+    visit(k_.body);
+  }
+
+protected:
+  using IRVisitor::visit;
+
+  void visit(const Variable* op) override {
+    if (bound_.count(op->uid)) return;
+    user_error(loc_) << "kernel '" << k_.name << "': '" << op->name
+                     << "' is not bound: it is neither a block index, a loop variable, nor a "
+                        "Dim that appears in some parameter's shape (Dims are bound at launch "
+                        "from the tensors' shapes); add it to a tensor's shape or use a constant";
+  }
+
+  void check_buffer(const Buffer& b, bool element) {
+    bool found = false;
+    for (const auto& scope : live_)
+      if (scope.count(b->uid)) found = true;
+    if (!found)
+      user_error(loc_) << "tile '" << b->name << "' (allocated at " << b->loc.str()
+                       << ") is used outside the scope that allocated it";
+    if (element && b->scope == Scope::fragment && parallel_depth_ == 0)
+      user_error(loc_) << "fragment '" << b->name
+                       << "' indexed outside parallel: fragment elements can only be accessed "
+                          "inside parallel(...)";
+  }
+
+  void visit(const Load* op) override {
+    check_buffer(op->buffer, true);
+    IRVisitor::visit(op);
+  }
+  void visit(const Region& r) override {
+    check_buffer(r.buffer, false);
+    IRVisitor::visit(r);
+  }
+
+  void stmt(const StmtNode* s) {
+    if (s->loc.known()) loc_ = s->loc;
+  }
+
+  void visit(const Seq* op) override {
+    live_.push_back({});
+    for (const Stmt& s : op->stmts) visit(s);
+    live_.pop_back();
+  }
+  void visit(const Allocate* op) override {
+    stmt(op);
+    live_.back().insert(op->buffer->uid);
+  }
+  void visit(const For* op) override {
+    stmt(op);
+    visit(op->min);
+    visit(op->extent);
+    bound_.insert(as<Variable>(op->var)->uid);
+    scoped_body(op->body);
+  }
+  void visit(const Parallel* op) override {
+    stmt(op);
+    for (const Var& v : op->vars) bound_.insert(as<Variable>(v)->uid);
+    ++parallel_depth_;
+    scoped_body(op->body);
+    --parallel_depth_;
+  }
+  void visit(const IfThenElse* op) override {
+    stmt(op);
+    visit(op->cond);
+    scoped_body(op->then_case);
+    scoped_body(op->else_case);
+  }
+  void visit(const Store* op) override {
+    stmt(op);
+    check_buffer(op->buffer, true);
+    IRVisitor::visit(op);
+  }
+  void visit(const AtomicAdd* op) override {
+    stmt(op);
+    check_buffer(op->buffer, true);
+    IRVisitor::visit(op);
+  }
+  void visit(const Copy* op) override {
+    stmt(op);
+    visit(op->src);
+    visit(op->dst);
+  }
+  void visit(const Gemm* op) override {
+    stmt(op);
+    visit(op->a);
+    visit(op->b);
+    visit(op->c);
+  }
+  void visit(const Fill* op) override {
+    stmt(op);
+    visit(op->dst);
+    visit(op->value);
+  }
+  void visit(const Reduce* op) override {
+    stmt(op);
+    check_buffer(op->src, false);
+    check_buffer(op->dst, false);
+  }
+  void visit(const Print* op) override {
+    stmt(op);
+    if (op->tile) check_buffer(op->tile, false);
+    visit(op->value);
+  }
+
+private:
+  void scoped_body(const Stmt& s) {
+    if (!s.defined()) return;
+    live_.push_back({});
+    visit(s);
+    live_.pop_back();
+  }
+
+  const KernelNode& k_;
+  std::set<uint64_t> bound_;
+  std::vector<std::set<uint64_t>> live_;
+  int parallel_depth_ = 0;
+  SourceLoc loc_;
+};
+
+} // namespace
+
+void verify(const KernelNode& k) { Verifier(k).run(); }
+
+} // namespace tp::ir

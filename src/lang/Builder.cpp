@@ -1,0 +1,151 @@
+// Kernel construction: opens the builder scope, runs the user's body with block indices,
+// collects the symbolic sizes, and verifies the result.
+#include "lang/Builder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+
+#include "ir/Verifier.h"
+#include "tilepilot/lang.h"
+
+namespace tp::lang {
+
+namespace {
+thread_local KernelBuilder* g_current = nullptr;
+} // namespace
+
+KernelBuilder* current_or_null() { return g_current; }
+void set_current(KernelBuilder* kb) { g_current = kb; }
+
+KernelBuilder& current(const char* op, const SourceLoc& loc) {
+  if (!g_current)
+    user_error(loc) << op
+                    << " called outside a kernel: tile ops are recorded only while the body "
+                       "of tp::kernel(...) runs; call it from inside that lambda";
+  return *g_current;
+}
+
+void append(ir::Stmt s) {
+  internal_assert(g_current && !g_current->scopes.empty()) << "no open scope";
+  g_current->scopes.back().push_back(std::move(s));
+}
+
+SourceLoc to_loc(const std::source_location& l) {
+  return SourceLoc{l.file_name(), static_cast<int>(l.line())};
+}
+
+ir::Stmt scoped(const std::function<void()>& fill) {
+  internal_assert(g_current) << "no kernel";
+  g_current->scopes.emplace_back();
+  fill();
+  std::vector<ir::Stmt> stmts = std::move(g_current->scopes.back());
+  g_current->scopes.pop_back();
+  if (stmts.size() == 1) return stmts[0];
+  return ir::Seq::make(std::move(stmts));
+}
+
+void check_owner(const ir::Buffer& b, const char* op, const SourceLoc& loc) {
+  KernelBuilder& kb = current(op, loc);
+  if (b->kernel_uid != 0 && b->kernel_uid != kb.kernel_uid)
+    user_error(loc) << op << ": tile '" << b->name << "' (allocated at " << b->loc.str()
+                    << ") belongs to another kernel; a tile can only be used inside the kernel "
+                       "body that allocated it";
+}
+
+} // namespace tp::lang
+
+namespace tp {
+
+using lang::KernelBuilder;
+
+namespace {
+
+template <typename F>
+Kernel build_kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+                    int body_arity, F run_body, KernelOptions opts, Loc sloc) {
+  SourceLoc loc = lang::to_loc(sloc);
+  if (lang::current_or_null())
+    user_error(loc) << "kernel '" << name << "' is built inside the body of kernel '"
+                    << lang::current_or_null()->kernel_name
+                    << "'; build kernels one at a time";
+  if (g.extents.empty() || g.extents.size() > 3)
+    user_error(loc) << "kernel '" << name << "': the grid has " << g.extents.size()
+                    << " dimensions; give 1 to 3 extents to grid(...)";
+  if (static_cast<int>(g.extents.size()) != body_arity)
+    user_error(loc) << "kernel '" << name << "': wrong number of block indices: the grid has "
+                    << g.extents.size() << " dimension(s) but the body takes " << body_arity
+                    << " block index(es); make the lambda take one Var per grid dimension";
+  if (t.count <= 0 || t.count > 1024 || t.count % 32 != 0)
+    user_error(loc) << "kernel '" << name << "': threads(" << t.count
+                    << ") must be a multiple of 32 between 32 and 1024";
+  for (const Expr& e : g.extents)
+    if (!e.defined() || is_float(e.dtype()))
+      user_error(loc) << "kernel '" << name << "': grid extents must be integer expressions";
+
+  auto node = std::make_shared<ir::KernelNode>();
+  node->name = name;
+  node->threads = t.count;
+  node->grid = g.extents;
+  node->smem_limit = opts.smem_limit;
+  node->loc = loc;
+
+  KernelBuilder kb;
+  static std::atomic<uint64_t> next_kernel{1};
+  kb.kernel_uid = next_kernel.fetch_add(1);
+  kb.kernel_name = name;
+  kb.smem_limit = opts.smem_limit;
+  node->uid = kb.kernel_uid;
+
+  std::set<uint64_t> seen_dims;
+  std::set<std::string> param_names;
+  for (const Tensor& p : params) {
+    const ir::Buffer& b = p.buffer();
+    if (!param_names.insert(b->name).second)
+      user_error(loc) << "kernel '" << name << "': two parameters are named '" << b->name
+                      << "'; give each tensor a distinct name";
+    node->params.push_back(b);
+    for (const Expr& e : b->shape)
+      if (const auto* v = ir::as<ir::Variable>(e); v && seen_dims.insert(v->uid).second)
+        node->dims.push_back(Var(e.ptr()));
+  }
+
+  static const char* names[] = {"bx", "by", "bz"};
+  for (size_t i = 0; i < g.extents.size(); ++i) node->block_vars.push_back(Var(names[i]));
+
+  lang::set_current(&kb);
+  try {
+    node->body = lang::scoped([&] { run_body(node->block_vars); });
+  } catch (...) {
+    lang::set_current(nullptr);
+    throw;
+  }
+  lang::set_current(nullptr);
+  node->attrs = kb.attrs;
+  ir::verify(*node);
+  return Kernel(node);
+}
+
+} // namespace
+
+Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+              std::function<void(Var)> body, KernelOptions opts, Loc loc) {
+  return build_kernel(name, std::move(params), std::move(g), t, 1,
+                      [&](const std::vector<Var>& b) { body(b[0]); }, opts, loc);
+}
+Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+              std::function<void(Var, Var)> body, KernelOptions opts, Loc loc) {
+  return build_kernel(name, std::move(params), std::move(g), t, 2,
+                      [&](const std::vector<Var>& b) { body(b[0], b[1]); }, opts, loc);
+}
+Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+              std::function<void(Var, Var, Var)> body, KernelOptions opts, Loc loc) {
+  return build_kernel(name, std::move(params), std::move(g), t, 3,
+                      [&](const std::vector<Var>& b) { body(b[0], b[1], b[2]); }, opts, loc);
+}
+
+void annotate(const std::string& key, const std::string& value, Loc loc) {
+  lang::current("annotate", lang::to_loc(loc)).attrs[key] = value;
+}
+
+} // namespace tp
