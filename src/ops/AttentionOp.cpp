@@ -1,0 +1,317 @@
+// The attention operator: its tile-language kernel (online softmax in the log2 domain), fp64
+// reference and problem handling.
+#include "ops/AttentionOp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "ops/ParseHelpers.h"
+#include "tilepilot/tilepilot.h"
+
+namespace tp::ops {
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+} // namespace
+
+Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
+  const int64_t bm = c.at("bm"), bn = c.at("bn"), D = v.D;
+  const int stages = static_cast<int>(c.at("stages"));
+  const double scale = v.scale > 0 ? v.scale : 1.0 / std::sqrt(static_cast<double>(D));
+  const DType dt = v.dtype;
+  Dim Bd("B"), H("H"), Hkv("Hkv"), S("S"), Skv("Skv");
+  Tensor Q("Q", {Bd, H, S, D}, dt), K("K", {Bd, Hkv, Skv, D}, dt), V("V", {Bd, Hkv, Skv, D}, dt);
+  Tensor O("O", {Bd, H, S, D}, dt);
+  Tensor LSE("LSE", {Bd, H, S}, f32), lens("lens", {Bd}, i32);
+  std::vector<Tensor> params = {Q, K, V, O};
+  if (v.lse) params.push_back(LSE);
+  if (v.lens) params.push_back(lens);
+  std::string name = "attention_d" + std::to_string(D) + (v.causal ? "_causal" : "") +
+                     (v.lens ? "_lens" : "") + (v.lse ? "_lse" : "");
+
+  return kernel(name, params, grid(ceildiv(S, bm), H, Bd), threads(static_cast<int>(c.at("threads"))),
+                [&](Var bx, Var h, Var b) {
+    Tile Qs = alloc_shared({bm, D}, dt);
+    Tile Ks = alloc_shared({bn, D}, dt);
+    Tile Vs = alloc_shared({bn, D}, dt);
+    Tile s = alloc_fragment({bm, bn}, f32);      // scores, then probabilities
+    Tile p = alloc_fragment({bm, bn}, dt);       // probabilities in the input dtype for P.V
+    Tile o = alloc_fragment({bm, D}, f32);       // unnormalised output
+    Tile m = alloc_fragment({bm}, f32);          // running row max (log2 domain)
+    Tile m_prev = alloc_fragment({bm}, f32);
+    Tile l = alloc_fragment({bm}, f32);          // running row sum
+    Tile row_sum = alloc_fragment({bm}, f32);
+    Tile corr = alloc_fragment({bm}, f32);       // rescale factor of the previous partials
+
+    Expr hk = h / (H / Hkv);
+    Expr L = v.lens ? Expr(lens(b)) : Expr(Skv);
+    Expr diag = L - S; // causal: key j is visible from query i when j <= i + diag
+    Expr n_blocks = ceildiv(L, bn);
+    if (v.causal) {
+      Expr last_visible = min(bx * bm + bm, S) + diag; // one past the last visible key
+      n_blocks = min(n_blocks, ceildiv(max(last_visible, 0), bn));
+    }
+
+    copy(Q.tile(b, h, bx * bm, 0), Qs);
+    clear(o);
+    clear(l);
+    fill(m, -infinity());
+    const double qk_scale = scale * kLog2e;
+    pipelined(n_blocks, stages, [&](Var kb) {
+      copy(K.tile(b, hk, kb * bn, 0), Ks);
+      copy(V.tile(b, hk, kb * bn, 0), Vs);
+      gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
+      parallel({bm, bn}, [&](Var i, Var j) {
+        Expr key = kb * bn + j;
+        Expr ok = key < L;
+        if (v.causal) ok = ok && key <= bx * bm + i + diag;
+        s(i, j) = select(ok, s(i, j) * qk_scale, -infinity());
+      });
+      copy(m, m_prev);
+      reduce_max(s, m, 1, /*clear=*/false);
+      // A row that has seen no valid key keeps m = -inf; its terms must stay 0, not NaN.
+      parallel({bm}, [&](Var i) {
+        corr(i) = select(m(i) == -infinity(), 1.0, exp2(m_prev(i) - m(i)));
+      });
+      parallel({bm, bn}, [&](Var i, Var j) {
+        s(i, j) = select(m(i) == -infinity(), 0.0, exp2(s(i, j) - m(i)));
+      });
+      reduce_sum(s, row_sum, 1);
+      parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
+      parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
+      copy(s, p);
+      gemm(p, Vs, o);
+    });
+    parallel({bm, D}, [&](Var i, Var d) { o(i, d) = select(l(i) > 0, o(i, d) / l(i), 0.0); });
+    copy(o, O.tile(b, h, bx * bm, 0));
+    if (v.lse) {
+      parallel({bm}, [&](Var i) {
+        row_sum(i) = select(l(i) > 0, (m(i) + log2(l(i))) * kLn2, -infinity());
+      });
+      copy(row_sum, LSE.tile(b, h, bx * bm));
+    }
+  });
+}
+
+std::string AttentionOp::summary() const {
+  return "O = softmax(scale Q K^T + mask) V, [B, heads, seq, D]; causal, grouped heads, "
+         "padded batches, optional LSE";
+}
+
+std::vector<std::pair<std::string, std::string>> AttentionOp::shape_keys() const {
+  return {{"B", "batch"},
+          {"H", "query heads"},
+          {"S", "query length"},
+          {"D", "head dim (64, 128, 256; any multiple of 16 up to 256 on the interpreter)"},
+          {"Skv", "key/value length (default S)"},
+          {"Hkv", "key/value heads, dividing H (default H)"},
+          {"causal", "0 or 1: bottom-right aligned causal mask (default 0)"},
+          {"lse", "0 or 1: also output the log-sum-exp [B, H, S] (default 0)"},
+          {"lens", "per-batch key lengths, colon-separated (e.g. lens=5:77:3), each <= Skv"}};
+}
+
+std::vector<Knob> AttentionOp::knobs() const {
+  return {{"bm", {64, 128}, "query rows per block"},
+          {"bn", {32, 64, 128}, "keys per iteration"},
+          {"stages", {1, 2, 3}, "pipeline depth"},
+          {"threads", {128, 256, 384}, "threads per block"}};
+}
+
+Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
+  reject_unknown(kv, {"B", "H", "S", "D", "Skv", "Hkv", "causal", "lse", "lens"}, "attention");
+  const std::string ex = "B=2,H=8,S=1024,D=128,causal=1";
+  Problem p;
+  p.op = "attention";
+  p.dtype = dtype;
+  for (const char* k : {"B", "H", "S", "D"}) p.shape[k] = require_positive(kv, k, "attention", ex);
+  p.shape["Skv"] = optional_int(kv, "Skv", p.shape["S"], "attention");
+  p.shape["Hkv"] = optional_int(kv, "Hkv", p.shape["H"], "attention");
+  p.shape["causal"] = optional_int(kv, "causal", 0, "attention", true);
+  p.shape["lse"] = optional_int(kv, "lse", 0, "attention", true);
+  if (p.shape["causal"] > 1 || p.shape["lse"] > 1)
+    user_error() << "attention: causal and lse take 0 or 1";
+  if (p.shape["H"] % p.shape["Hkv"])
+    user_error() << "attention: Hkv=" << p.shape["Hkv"] << " does not divide H=" << p.shape["H"]
+                 << "; grouped heads need H to be a multiple of Hkv";
+  int64_t D = p.shape["D"];
+  if (D % 16 || D > 256)
+    user_error() << "attention: D=" << D << " is not supported; use 64, 128 or 256";
+  if (dtype != DType::bf16 && dtype != DType::f16)
+    user_error() << "attention: dtype " << dtype_name(dtype) << " is not supported; use bf16 or f16";
+  if (kv.count("lens")) {
+    std::stringstream ss(kv.at("lens"));
+    std::string item;
+    int64_t n = 0;
+    while (std::getline(ss, item, ':')) {
+      int64_t x = -1;
+      try {
+        size_t pos;
+        x = std::stoll(item, &pos);
+        if (pos != item.size()) x = -1;
+      } catch (const std::exception&) {
+      }
+      if (x < 0 || x > p.shape["Skv"])
+        user_error() << "attention: lens entry '" << item << "' must be an integer in [0, Skv="
+                     << p.shape["Skv"] << "]";
+      ++n;
+    }
+    if (n != p.shape["B"])
+      user_error() << "attention: lens has " << n << " entries but B=" << p.shape["B"]
+                   << "; give one key length per batch, colon-separated";
+    p.options["lens"] = kv.at("lens");
+  }
+  return p;
+}
+
+Config AttentionOp::default_config(const Problem& p, const std::string& arch) const {
+  int64_t D = p.at("D");
+  if (arch == "sm_90a")
+    return {{"bm", 128}, {"bn", D > 128 ? 64 : 128}, {"stages", 2}, {"threads", 256}};
+  if (arch == "sm_80") return {{"bm", 64}, {"bn", 64}, {"stages", 2}, {"threads", 128}};
+  return {{"bm", 64}, {"bn", 64}, {"stages", 1}, {"threads", 128}};
+}
+
+void AttentionOp::validate(const Problem&, const Config& c) const {
+  for (const auto& [k, v] : c)
+    if (k != "bm" && k != "bn" && k != "stages" && k != "threads")
+      user_error() << "attention: unknown config knob '" << k << "'; see `tilepilot ops`";
+  for (const char* k : {"bm", "bn", "stages", "threads"})
+    if (!c.count(k)) user_error() << "attention: config is missing " << k;
+  if (c.at("bm") % 16 || c.at("bn") % 16 || c.at("bm") <= 0 || c.at("bn") <= 0)
+    user_error() << "attention: bm and bn must be positive multiples of 16";
+  if (c.at("stages") < 1 || c.at("stages") > 4)
+    user_error() << "attention: stages must be in [1, 4]";
+}
+
+AttentionVariant AttentionOp::variant(const Problem& p) {
+  AttentionVariant v;
+  v.dtype = p.dtype;
+  v.D = p.at("D");
+  v.causal = p.get("causal", 0) != 0;
+  v.lse = p.get("lse", 0) != 0;
+  v.lens = p.options.count("lens") > 0;
+  return v;
+}
+
+std::vector<int64_t> AttentionOp::key_lengths(const Problem& p) {
+  std::vector<int64_t> out;
+  if (!p.options.count("lens")) return std::vector<int64_t>(p.at("B"), p.at("Skv"));
+  std::stringstream ss(p.options.at("lens"));
+  std::string item;
+  while (std::getline(ss, item, ':')) out.push_back(std::stoll(item));
+  return out;
+}
+
+Kernel AttentionOp::build(const Problem& p, const Config& c) const {
+  validate(p, c);
+  return attention_kernel(variant(p), c);
+}
+
+std::vector<HostTensor> AttentionOp::make_args(const Problem& p, uint64_t seed) const {
+  int64_t B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
+  int64_t Skv = p.at("Skv"), Hkv = p.at("Hkv");
+  std::vector<HostTensor> a;
+  a.emplace_back(p.dtype, std::vector<int64_t>{B, H, S, D});
+  a.emplace_back(p.dtype, std::vector<int64_t>{B, Hkv, Skv, D});
+  a.emplace_back(p.dtype, std::vector<int64_t>{B, Hkv, Skv, D});
+  a.emplace_back(p.dtype, std::vector<int64_t>{B, H, S, D});
+  for (int i = 0; i < 3; ++i) a[i].fill_random(seed * 5 + i + 1);
+  a[3].poison();
+  if (p.get("lse", 0)) {
+    a.emplace_back(DType::f32, std::vector<int64_t>{B, H, S});
+    a.back().poison();
+  }
+  if (p.options.count("lens")) {
+    a.emplace_back(DType::i32, std::vector<int64_t>{B});
+    std::vector<int64_t> L = key_lengths(p);
+    for (int64_t b = 0; b < B; ++b) a.back().set(b, static_cast<double>(L[b]));
+  }
+  return a;
+}
+
+std::vector<int> AttentionOp::outputs(const Problem& p) const {
+  if (p.get("lse", 0)) return {3, 4};
+  return {3};
+}
+
+std::vector<double> AttentionOp::reference(const Problem& p, const std::vector<HostTensor>& a,
+                                           const Box& box) const {
+  int64_t H = p.at("H"), S = p.at("S"), D = p.at("D"), Skv = p.at("Skv"), Hkv = p.at("Hkv");
+  bool causal = p.get("causal", 0) != 0;
+  double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  std::vector<int64_t> L = key_lengths(p);
+  bool want_lse = box.tensor == 4;
+  int64_t b = box.min[0], h = box.min[1], hk = h / (H / Hkv);
+  internal_assert(box.extent[0] == 1 && box.extent[1] == 1) << "reference box spans heads";
+  int64_t r0 = box.min[2], nr = box.extent[2];
+  int64_t d0 = want_lse ? 0 : box.min[3], nd = want_lse ? 1 : box.extent[3];
+  const HostTensor &Q = a[0], &K = a[1], &V = a[2];
+  auto q_at = [&](int64_t i, int64_t d) { return Q.get(((b * H + h) * S + i) * D + d); };
+  auto kv_at = [&](const HostTensor& T, int64_t j, int64_t d) {
+    return T.get(((b * Hkv + hk) * Skv + j) * D + d);
+  };
+  std::vector<double> out(nr * nd);
+  std::vector<double> sc(Skv);
+  for (int64_t r = 0; r < nr; ++r) {
+    int64_t i = r0 + r;
+    int64_t last = L[b]; // one past the last visible key
+    if (causal) last = std::min(last, std::max<int64_t>(0, i + L[b] - S + 1));
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < last; ++j) {
+      double s = 0;
+      for (int64_t d = 0; d < D; ++d) s += q_at(i, d) * kv_at(K, j, d);
+      sc[j] = s * scale;
+      mx = std::max(mx, sc[j]);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < last; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+    if (want_lse) {
+      out[r] = last > 0 ? mx + std::log(sum) : -INFINITY;
+      continue;
+    }
+    for (int64_t d = 0; d < nd; ++d) {
+      double acc = 0;
+      for (int64_t j = 0; j < last; ++j) acc += sc[j] * kv_at(V, j, d0 + d);
+      out[r * nd + d] = last > 0 ? acc / sum : 0.0;
+    }
+  }
+  return out;
+}
+
+std::vector<Box> AttentionOp::block_outputs(const Problem& p, const Config& c,
+                                            const std::array<int64_t, 3>& blk) const {
+  int64_t S = p.at("S"), D = p.at("D"), bm = c.at("bm");
+  int64_t r0 = blk[0] * bm, n = std::min(bm, S - r0);
+  std::vector<Box> out = {Box{3, {blk[2], blk[1], r0, 0}, {1, 1, n, D}}};
+  if (p.get("lse", 0)) out.push_back(Box{4, {blk[2], blk[1], r0}, {1, 1, n}});
+  return out;
+}
+
+std::array<int64_t, 3> AttentionOp::grid(const Problem& p, const Config& c) const {
+  return {(p.at("S") + c.at("bm") - 1) / c.at("bm"), p.at("H"), p.at("B")};
+}
+
+double AttentionOp::flops(const Problem& p) const {
+  // Two matmuls of 2 * D flops for every visible (query, key) pair.
+  int64_t S = p.at("S"), H = p.at("H"), D = p.at("D");
+  bool causal = p.get("causal", 0) != 0;
+  double pairs = 0;
+  for (int64_t L : key_lengths(p)) {
+    if (!causal) {
+      pairs += static_cast<double>(S) * L;
+      continue;
+    }
+    for (int64_t i = 0; i < S; ++i) pairs += std::clamp<int64_t>(i + L - S + 1, 0, L);
+  }
+  return 4.0 * D * H * pairs;
+}
+
+double AttentionOp::min_bytes(const Problem& p) const {
+  double B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
+  double Skv = p.at("Skv"), Hkv = p.at("Hkv");
+  return (2 * B * H * S * D + 2 * B * Hkv * Skv * D) * dtype_bytes(p.dtype);
+}
+
+} // namespace tp::ops

@@ -1,0 +1,51 @@
+// Attention forward (FlashAttention-style online softmax):
+//   O[b, h, i, :] = softmax(scale * Q[b, h, i, :] . K[b, hk, j, :]^T over valid j) V[b, hk, j, :]
+// with hk = h / (H / Hkv) (grouped heads). Tensors are [B, heads, seq, D]. A key j is valid when
+// j < L_b (L_b = lens[b] for padded batches, else Skv) and, when causal, j <= i + L_b - S
+// (bottom-right aligned, as FlashAttention defines it). A row with no valid key outputs 0 and
+// log-sum-exp -inf. The optional LSE output [B, H, S] is the natural-log log-sum-exp of the
+// scaled scores.
+#pragma once
+#include "ops/Operator.h"
+
+namespace tp::ops {
+
+struct AttentionVariant {
+  DType dtype = DType::bf16;
+  int64_t D = 128;
+  bool causal = false;
+  bool lens = false; // per-batch key lengths tensor
+  bool lse = false;  // log-sum-exp output
+  double scale = 0;  // 0: 1/sqrt(D)
+};
+
+/// The tile-language attention kernel (knobs bm, bn, stages, threads). Parameters in order:
+/// Q, K, V, O, then LSE and lens when the variant has them.
+Kernel attention_kernel(const AttentionVariant& v, const Config& c);
+
+class AttentionOp : public Operator {
+public:
+  std::string name() const override { return "attention"; }
+  std::string summary() const override;
+  std::vector<std::pair<std::string, std::string>> shape_keys() const override;
+  std::vector<Knob> knobs() const override;
+  Problem parse(const std::map<std::string, std::string>& kv, DType dtype) const override;
+  Config default_config(const Problem& p, const std::string& arch) const override;
+  void validate(const Problem& p, const Config& c) const override;
+  Kernel build(const Problem& p, const Config& c) const override;
+  std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
+  std::vector<int> outputs(const Problem& p) const override;
+  std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& args,
+                                const Box& box) const override;
+  std::vector<Box> block_outputs(const Problem& p, const Config& c,
+                                 const std::array<int64_t, 3>& block) const override;
+  std::array<int64_t, 3> grid(const Problem& p, const Config& c) const override;
+  double flops(const Problem& p) const override;
+  double min_bytes(const Problem& p) const override;
+
+  static AttentionVariant variant(const Problem& p);
+  /// Per-batch key lengths: from the lens option, or Skv for every batch.
+  static std::vector<int64_t> key_lengths(const Problem& p);
+};
+
+} // namespace tp::ops

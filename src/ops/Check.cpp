@@ -1,0 +1,153 @@
+// The correctness check.
+#include "ops/Check.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "codegen/cpu/Interpreter.h"
+
+namespace tp::ops {
+
+namespace {
+
+std::vector<std::array<int64_t, 3>> choose_blocks(const std::array<int64_t, 3>& g, double flops,
+                                                  double budget, uint64_t seed) {
+  int64_t total = g[0] * g[1] * g[2];
+  double per_block = flops / static_cast<double>(total);
+  int64_t want = budget >= flops ? total : std::max<int64_t>(2, static_cast<int64_t>(budget / per_block));
+  std::vector<std::array<int64_t, 3>> out;
+  auto at = [&](int64_t i) {
+    return std::array<int64_t, 3>{i % g[0], (i / g[0]) % g[1], i / (g[0] * g[1])};
+  };
+  if (want >= total) {
+    for (int64_t i = 0; i < total; ++i) out.push_back(at(i));
+    return out;
+  }
+  // Always the first and the last block (the ragged edges), then a seeded random sample.
+  std::set<int64_t> pick = {0, total - 1};
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_int_distribution<int64_t> d(0, total - 1);
+  while (static_cast<int64_t>(pick.size()) < want) pick.insert(d(rng));
+  for (int64_t i : pick) out.push_back(at(i));
+  return out;
+}
+
+std::string index_str(const std::vector<int64_t>& idx) {
+  std::string s = "[";
+  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+} // namespace
+
+CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o) {
+  return check_with(op, p, o,
+                    [](const Kernel& k, std::vector<HostTensor>& args,
+                       const std::vector<std::array<int64_t, 3>>& blocks) {
+                      std::vector<HostTensor*> ptrs;
+                      for (auto& a : args) ptrs.push_back(&a);
+                      cpu::InterpretOptions io;
+                      io.blocks = blocks;
+                      cpu::interpret(k, ptrs, io);
+                    });
+}
+
+CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions& o,
+                       const BlockRunner& run) {
+  auto t0 = std::chrono::steady_clock::now();
+  CheckResult r;
+  r.op = op.name();
+  r.problem = p;
+  r.backend = o.backend;
+  r.seed = o.seed;
+  r.config = o.config.empty() ? op.default_config(p, o.arch) : o.config;
+  auto [atol, rtol] = op.tolerance(p.dtype);
+  r.atol = o.atol >= 0 ? o.atol : atol;
+  r.rtol = o.rtol >= 0 ? o.rtol : rtol;
+
+  Kernel k = op.build(p, r.config);
+  std::vector<HostTensor> args = op.make_args(p, o.seed);
+  std::array<int64_t, 3> g = op.grid(p, r.config);
+  r.blocks_total = g[0] * g[1] * g[2];
+  double budget = o.backend == "cpu" ? o.flop_budget : 2e10;
+  std::vector<std::array<int64_t, 3>> blocks = choose_blocks(g, op.flops(p), budget, o.seed);
+  r.blocks_run = static_cast<int64_t>(blocks.size());
+  run(k, args, o.backend == "cpu" ? blocks : std::vector<std::array<int64_t, 3>>{});
+
+  double err2 = 0, ref2 = 0;
+  for (const auto& blk : blocks) {
+    for (const Box& box : op.block_outputs(p, r.config, blk)) {
+      std::vector<double> ref = op.reference(p, args, box);
+      const HostTensor& out = args[box.tensor];
+      std::vector<int64_t> e(box.extent.size(), 0);
+      for (size_t n = 0; n < ref.size(); ++n) {
+        int64_t flat = 0;
+        std::vector<int64_t> idx(e.size());
+        for (size_t d = 0; d < e.size(); ++d) {
+          idx[d] = box.min[d] + e[d];
+          flat = flat * out.shape()[d] + idx[d];
+        }
+        double got = out.get(flat), want = ref[n];
+        ++r.checked;
+        bool ok;
+        if (std::isinf(want)) {
+          ok = got == want; // e.g. the log-sum-exp of a row with no visible key
+        } else if (!std::isfinite(got)) {
+          ok = false;
+          ++r.nonfinite;
+        } else {
+          double diff = std::fabs(got - want);
+          r.max_abs_err = std::max(r.max_abs_err, diff);
+          err2 += diff * diff;
+          ref2 += want * want;
+          ok = diff <= r.atol + r.rtol * std::fabs(want);
+        }
+        if (!ok) {
+          if (r.bad == 0) {
+            std::ostringstream os;
+            os << "output " << box.tensor << " at " << index_str(idx) << ": got " << got
+               << ", expected " << want;
+            r.first_bad = os.str();
+          }
+          ++r.bad;
+        }
+        for (int d = static_cast<int>(e.size()) - 1; d >= 0; --d) {
+          if (++e[d] < box.extent[d]) break;
+          e[d] = 0;
+        }
+      }
+    }
+  }
+  r.rel_l2_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  r.passed = r.bad == 0 && r.checked > 0;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+nlohmann::json to_json(const CheckResult& r) {
+  nlohmann::json j;
+  j["op"] = r.op;
+  j["shape"] = r.problem.shape_str();
+  j["dtype"] = dtype_name(r.problem.dtype);
+  j["backend"] = r.backend;
+  j["config"] = config_str(r.config);
+  j["seed"] = r.seed;
+  j["max_abs_err"] = r.max_abs_err;
+  j["rel_l2_err"] = r.rel_l2_err;
+  j["atol"] = r.atol;
+  j["rtol"] = r.rtol;
+  j["passed"] = r.passed;
+  j["checked_elements"] = r.checked;
+  j["bad_elements"] = r.bad;
+  j["nonfinite_elements"] = r.nonfinite;
+  j["blocks_checked"] = r.blocks_run;
+  j["blocks_total"] = r.blocks_total;
+  if (!r.first_bad.empty()) j["first_bad"] = r.first_bad;
+  j["seconds"] = r.seconds;
+  return j;
+}
+
+} // namespace tp::ops

@@ -1,0 +1,163 @@
+// The GEMM operator: its tile-language kernel, fp64 reference and problem handling.
+#include "ops/GemmOp.h"
+
+#include <algorithm>
+
+#include "ops/ParseHelpers.h"
+#include "tilepilot/tilepilot.h"
+
+namespace tp::ops {
+
+Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c) {
+  const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk");
+  const int stages = static_cast<int>(c.at("stages"));
+  const bool ta = layout == "tn", tb = layout == "nt";
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", ta ? std::vector<Expr>{K, M} : std::vector<Expr>{M, K}, dtype);
+  Tensor B("B", tb ? std::vector<Expr>{N, K} : std::vector<Expr>{K, N}, dtype);
+  Tensor C("C", {M, N}, dtype);
+  auto it = c.find("swizzle");
+  int64_t swizzle = it == c.end() ? 0 : it->second;
+  return kernel("gemm_" + layout, {A, B, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
+                threads(static_cast<int>(c.at("threads"))), [&](Var bx, Var by) {
+    if (swizzle > 0) annotate("swizzle", std::to_string(swizzle));
+    Tile As = ta ? alloc_shared({bk, bm}, dtype) : alloc_shared({bm, bk}, dtype);
+    Tile Bs = tb ? alloc_shared({bn, bk}, dtype) : alloc_shared({bk, bn}, dtype);
+    Tile acc = alloc_fragment({bm, bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, bk), stages, [&](Var k) {
+      copy(ta ? A.tile(k * bk, by * bm) : A.tile(by * bm, k * bk), As);
+      copy(tb ? B.tile(bx * bn, k * bk) : B.tile(k * bk, bx * bn), Bs);
+      gemm(As, Bs, acc, {.trans_a = ta, .trans_b = tb});
+    });
+    copy(acc, C.tile(by * bm, bx * bn));
+  });
+}
+
+std::string GemmOp::summary() const {
+  return "C[M,N] = op(A) op(B); f32 accumulate; layout=nn|nt|tn";
+}
+
+std::vector<std::pair<std::string, std::string>> GemmOp::shape_keys() const {
+  return {{"M", "rows of C"},
+          {"N", "columns of C"},
+          {"K", "reduction length"},
+          {"layout", "nn (A[M,K], B[K,N]), nt (B is [N,K]), tn (A is [K,M]); default nn"}};
+}
+
+std::vector<Knob> GemmOp::knobs() const {
+  return {{"bm", {64, 128, 256}, "block tile rows"},
+          {"bn", {64, 128, 192, 256}, "block tile columns"},
+          {"bk", {32, 64}, "reduction step"},
+          {"stages", {1, 2, 3, 4, 5}, "pipeline depth"},
+          {"threads", {128, 256, 384}, "threads per block"},
+          {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)"}};
+}
+
+Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
+  reject_unknown(kv, {"M", "N", "K", "layout"}, "gemm");
+  const std::string ex = "M=4096,N=4096,K=4096";
+  Problem p;
+  p.op = "gemm";
+  p.dtype = dtype;
+  for (const char* k : {"M", "N", "K"}) p.shape[k] = require_positive(kv, k, "gemm", ex);
+  std::string layout = kv.count("layout") ? kv.at("layout") : "nn";
+  if (layout != "nn" && layout != "nt" && layout != "tn")
+    user_error() << "gemm: layout=" << layout << " is not supported; use nn, nt or tn";
+  p.options["layout"] = layout;
+  if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
+    user_error() << "gemm: dtype " << dtype_name(dtype) << " is not supported; use bf16, f16 or f32";
+  return p;
+}
+
+Config GemmOp::default_config(const Problem&, const std::string& arch) const {
+  if (arch == "sm_90a") return {{"bm", 128}, {"bn", 256}, {"bk", 64}, {"stages", 4}, {"threads", 256}};
+  if (arch == "sm_80") return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};
+  return {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}};
+}
+
+void GemmOp::validate(const Problem&, const Config& c) const {
+  std::vector<Knob> ks = knobs();
+  for (const auto& [k, v] : c) {
+    bool known = std::any_of(ks.begin(), ks.end(), [&](const Knob& x) { return x.name == k; });
+    if (!known) user_error() << "gemm: unknown config knob '" << k << "'; see `tilepilot ops`";
+  }
+  for (const char* k : {"bm", "bn", "bk", "stages", "threads"})
+    if (!c.count(k)) user_error() << "gemm: config is missing " << k;
+  if (c.at("bm") % 16 || c.at("bn") % 16 || c.at("bk") % 16 || c.at("bm") <= 0 ||
+      c.at("bn") <= 0 || c.at("bk") <= 0)
+    user_error() << "gemm: bm, bn, bk must be positive multiples of 16, got " << config_str(c);
+  if (c.at("stages") < 1 || c.at("stages") > 8)
+    user_error() << "gemm: stages must be in [1, 8], got " << c.at("stages");
+  if (c.at("threads") % 32 || c.at("threads") < 32 || c.at("threads") > 1024)
+    user_error() << "gemm: threads must be a multiple of 32 in [32, 1024]";
+}
+
+Kernel GemmOp::build(const Problem& p, const Config& c) const {
+  validate(p, c);
+  return gemm_kernel(p.dtype, p.options.at("layout"), c);
+}
+
+std::vector<HostTensor> GemmOp::make_args(const Problem& p, uint64_t seed) const {
+  int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
+  const std::string& l = p.options.at("layout");
+  HostTensor A(p.dtype, l == "tn" ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K});
+  HostTensor B(p.dtype, l == "nt" ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N});
+  HostTensor C(p.dtype, {M, N});
+  A.fill_random(seed * 3 + 1);
+  B.fill_random(seed * 3 + 2);
+  C.poison();
+  std::vector<HostTensor> out;
+  out.push_back(std::move(A));
+  out.push_back(std::move(B));
+  out.push_back(std::move(C));
+  return out;
+}
+
+std::vector<double> GemmOp::reference(const Problem& p, const std::vector<HostTensor>& args,
+                                      const Box& box) const {
+  int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
+  const std::string& l = p.options.at("layout");
+  const HostTensor &A = args[0], &B = args[1];
+  // Decode the operands once (transposed into row-major op(A), op(B)^T for a dot product).
+  int64_t r0 = box.min[0], r1 = box.min[0] + box.extent[0];
+  int64_t c0 = box.min[1], c1 = box.min[1] + box.extent[1];
+  std::vector<double> a((r1 - r0) * K), bt((c1 - c0) * K);
+  for (int64_t m = r0; m < r1; ++m)
+    for (int64_t k = 0; k < K; ++k) a[(m - r0) * K + k] = A.get(l == "tn" ? k * M + m : m * K + k);
+  for (int64_t n = c0; n < c1; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      bt[(n - c0) * K + k] = B.get(l == "nt" ? n * K + k : k * N + n);
+  std::vector<double> out(box.extent[0] * box.extent[1]);
+  for (int64_t m = 0; m < r1 - r0; ++m)
+    for (int64_t n = 0; n < c1 - c0; ++n) {
+      double s = 0;
+      const double* x = &a[m * K];
+      const double* y = &bt[n * K];
+      for (int64_t k = 0; k < K; ++k) s += x[k] * y[k];
+      out[m * (c1 - c0) + n] = s;
+    }
+  return out;
+}
+
+std::vector<Box> GemmOp::block_outputs(const Problem& p, const Config& c,
+                                       const std::array<int64_t, 3>& b) const {
+  int64_t M = p.at("M"), N = p.at("N"), bm = c.at("bm"), bn = c.at("bn");
+  int64_t r0 = b[1] * bm, c0 = b[0] * bn;
+  return {Box{2, {r0, c0}, {std::min(bm, M - r0), std::min(bn, N - c0)}}};
+}
+
+std::array<int64_t, 3> GemmOp::grid(const Problem& p, const Config& c) const {
+  return {(p.at("N") + c.at("bn") - 1) / c.at("bn"), (p.at("M") + c.at("bm") - 1) / c.at("bm"), 1};
+}
+
+double GemmOp::flops(const Problem& p) const {
+  return 2.0 * p.at("M") * p.at("N") * p.at("K");
+}
+
+double GemmOp::min_bytes(const Problem& p) const {
+  double M = p.at("M"), N = p.at("N"), K = p.at("K");
+  return (M * K + K * N + M * N) * dtype_bytes(p.dtype);
+}
+
+} // namespace tp::ops
