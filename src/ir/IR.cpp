@@ -169,6 +169,15 @@ Expr Binary::make(BinOp op, Expr a, Expr b) {
     if (op == BinOp::mul && ia && *ia == 1) return b;
     if ((op == BinOp::mul || op == BinOp::div) && ib && *ib == 1) return a;
     if (op == BinOp::mul && ((ia && *ia == 0) || (ib && *ib == 0))) return IntImm::make(0);
+    // (x + c1) +- c2 -> x + (c1 +- c2): keeps ceildiv(N, 128) reading as (N + 127) / 128.
+    if ((op == BinOp::add || op == BinOp::sub) && ib) {
+      if (const auto* inner = as<Binary>(a); inner && inner->op == BinOp::add) {
+        if (const int64_t* c1 = inner->b.as_int()) {
+          int64_t c = op == BinOp::add ? *c1 + *ib : *c1 - *ib;
+          return Binary::make(BinOp::add, inner->a, IntImm::make(c));
+        }
+      }
+    }
   }
   return Expr(std::make_shared<Binary>(op, std::move(a), std::move(b), t));
 }
@@ -195,6 +204,7 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
   switch (op) {
   case CallOp::neg:
     if (const int64_t* v = args[0].as_int()) return IntImm::make(-*v);
+    if (const auto* f = as<FloatImm>(args[0])) return FloatImm::make(-f->value, f->dtype);
     [[fallthrough]];
   case CallOp::abs: t = is_float(t0) ? DType::f32 : DType::i32; break;
   case CallOp::lnot: t = DType::boolean; break;

@@ -1,0 +1,58 @@
+// `tilepilot check OP --shape k=v,... [--dtype] [--backend cpu|cuda] [--seed] [--config] [--json]`
+#include <iostream>
+
+#include "Commands.h"
+#include "CliSupport.h"
+#include "ops/Check.h"
+
+namespace tp::cli {
+
+void add_check_command(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("check", "check an operator against its fp64 reference");
+  struct Args {
+    std::string op, shape, dtype = "bf16", backend = "cpu", config;
+    uint64_t seed = 0;
+    bool json = false;
+    double atol = -1, rtol = -1;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("op", a->op, "operator: gemm | attention")->required();
+  cmd->add_option("--shape", a->shape, "problem, e.g. M=77,N=45,K=133")->required();
+  cmd->add_option("--dtype", a->dtype, "bf16 | f16 | f32");
+  cmd->add_option("--backend", a->backend, "cpu (interpreter) | cuda");
+  cmd->add_option("--seed", a->seed, "input seed");
+  cmd->add_option("--config", a->config, "knobs, e.g. bm=64,bn=64,bk=32,stages=2,threads=128");
+  cmd->add_option("--atol", a->atol, "absolute tolerance (default: per dtype)");
+  cmd->add_option("--rtol", a->rtol, "relative tolerance (default: per dtype)");
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->callback([a, rc] {
+    const ops::Operator& op = ops::find_operator(a->op);
+    DType dt = parse_dtype_or_fail(a->dtype);
+    ops::Problem p = op.parse(ops::parse_kv(a->shape, "--shape"), dt);
+    ops::CheckOptions o;
+    o.backend = check_backend(a->backend);
+    o.arch = o.backend == "cpu" ? "cpu" : "sm_90a";
+    o.seed = a->seed;
+    o.atol = a->atol;
+    o.rtol = a->rtol;
+    if (!a->config.empty()) {
+      o.config = ops::parse_config(a->config);
+      op.validate(p, o.config);
+    }
+    ops::CheckResult r = run_check(op, p, o);
+    if (a->json) {
+      std::cout << ops::to_json(r).dump() << "\n";
+    } else {
+      std::cout << (r.passed ? "PASS " : "FAIL ") << r.op << " " << r.problem.shape_str() << " "
+                << dtype_name(p.dtype) << " backend=" << r.backend << " config="
+                << ops::config_str(r.config) << "\n  max_abs_err=" << r.max_abs_err
+                << " rel_l2_err=" << r.rel_l2_err << " (atol=" << r.atol << ", rtol=" << r.rtol
+                << ") checked " << r.checked << " elements in " << r.blocks_run << "/"
+                << r.blocks_total << " blocks\n";
+      if (!r.first_bad.empty()) std::cout << "  first mismatch: " << r.first_bad << "\n";
+    }
+    *rc = r.passed ? 0 : 1;
+  });
+}
+
+} // namespace tp::cli

@@ -1,0 +1,48 @@
+// `tilepilot show OP [--shape ...] [--config ...] [--stage ir|lowered|cuda|ptx|resources]`
+#include <iostream>
+
+#include "CliSupport.h"
+#include "Commands.h"
+#include "ir/IRPrinter.h"
+#include "ops/Operator.h"
+
+namespace tp::cli {
+
+void add_show_command(CLI::App& app, int* rc) {
+  auto* cmd = app.add_subcommand("show", "print a stage of an operator's kernel");
+  struct Args {
+    std::string op, shape, config, stage = "ir", arch = "sm_90a", dtype = "bf16";
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("op", a->op, "operator")->required();
+  cmd->add_option("--shape", a->shape, "problem keys (defaults fill the rest)");
+  cmd->add_option("--config", a->config, "knobs");
+  cmd->add_option("--stage", a->stage, "ir | lowered | cuda | ptx | resources");
+  cmd->add_option("--arch", a->arch, "sm_80 | sm_90a");
+  cmd->add_option("--dtype", a->dtype, "bf16 | f16 | f32");
+  cmd->callback([a, rc] {
+    const ops::Operator& op = ops::find_operator(a->op);
+    auto kv = ops::parse_kv(a->shape, "--shape");
+    // Sizes are symbolic in the kernel; fill required keys so the problem validates.
+    for (const char* k : {"M", "N", "K", "B", "H", "S"}) kv.try_emplace(k, "128");
+    kv.try_emplace("D", "128");
+    std::map<std::string, std::string> mine;
+    for (const auto& [k, help] : op.shape_keys())
+      if (kv.count(k)) mine[k] = kv[k];
+    ops::Problem p = op.parse(mine, parse_dtype_or_fail(a->dtype));
+    ops::Config c = a->config.empty() ? op.default_config(p, a->arch) : ops::parse_config(a->config);
+    Kernel k = op.build(p, c);
+    if (a->stage == "ir") {
+      std::cout << ir::to_string(k.node());
+    } else if (a->stage == "lowered" || a->stage == "cuda" || a->stage == "ptx" ||
+               a->stage == "resources") {
+      user_error() << "--stage " << a->stage << " needs the CUDA backend, which is not part of "
+                   << "this build yet; --stage ir works";
+    } else {
+      user_error() << "unknown --stage '" << a->stage << "'; use ir, lowered, cuda, ptx or resources";
+    }
+    *rc = 0;
+  });
+}
+
+} // namespace tp::cli
