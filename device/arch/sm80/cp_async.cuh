@@ -1,0 +1,51 @@
+// PTX wrappers for cp.async (sm_80 asynchronous global -> shared copies) and its groups.
+//
+// Per-thread instructions (tp::sm80). Out-of-bounds predication uses the src-size operand: bytes
+// past src_bytes are zero-filled in shared memory and not read from global memory, so a masked
+// copy passes src_bytes = 0 (keep `src` a valid address anyway, e.g. the tensor base).
+// Completion: cp_async_commit() closes a group; cp_async_wait<N>() waits until at most N groups
+// are pending, then the copies of the others are visible to this thread (use a CTA barrier before
+// other threads read them).
+#pragma once
+
+#include "defs.cuh"
+
+#if TP_DEVICE_PASS
+namespace tp::sm80 {
+
+/// cp.async.cg.shared.global [dst], [src], 16, src_bytes: 16-byte copy bypassing L1; dst and src
+/// 16-byte aligned; bytes [src_bytes, 16) of dst are zero-filled (src_bytes in 0..16).
+TP_DEVICE void cp_async_16(uint32_t dst, const void* src, int src_bytes = 16) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+/// cp.async.ca.shared.global [dst], [src], Bytes, src_bytes: 4-, 8- or 16-byte copy through L1,
+/// for rows that are not 16-byte aligned; zero-fill as above.
+template <int Bytes>
+TP_DEVICE void cp_async_ca(uint32_t dst, const void* src, int src_bytes = Bytes) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(dst), "l"(src), "n"(Bytes),
+               "r"(src_bytes)
+               : "memory");
+}
+
+/// cp.async.commit_group: close the group of this thread's cp.async issued since the last commit.
+TP_DEVICE void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/// cp.async.wait_group N: wait until at most N of this thread's committed groups are pending.
+template <int N>
+TP_DEVICE void cp_async_wait() {
+  static_assert(N >= 0, "cp.async.wait_group takes a non-negative count");
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/// cp.async.wait_all: wait for every cp.async of this thread (committed or not).
+TP_DEVICE void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+} // namespace tp::sm80
+#endif

@@ -1,0 +1,181 @@
+// TilePilot device library: element types, conversions and per-thread math.
+//
+// bf16 / half are 16-bit storage types (a struct around the raw bits, no arithmetic); bf16x2 /
+// half2x pack two of them in 32 bits, element 0 in bits [15:0] (the lower address in memory and
+// what mma/wgmma call the "low" element). Conversions round to nearest even. On the device they
+// are single PTX cvt instructions (arch/sm80/convert.cuh); on the host the same rounding is done
+// in integer arithmetic, so host references can round exactly like the GPU.
+#pragma once
+
+#include "arch/sm80/convert.cuh"
+#include "arch/sm80/math.cuh"
+#include "arch/sm80/smem.cuh"
+#include "arch/sm80/sync.cuh"
+#include "defs.cuh"
+
+#if !TP_DEVICE_PASS
+#include <cstring>
+#endif
+
+namespace tp {
+
+struct bf16 {
+  uint16_t bits;
+};
+struct half {
+  uint16_t bits;
+};
+struct bf16x2 {
+  uint32_t bits; // element 0 in [15:0], element 1 in [31:16]
+};
+struct half2x {
+  uint32_t bits; // element 0 in [15:0], element 1 in [31:16]
+};
+
+#if !TP_DEVICE_PASS
+namespace host {
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+/// Round-to-nearest-even f32 -> bf16 bits; NaN -> 0x7fff (the canonical NaN PTX cvt produces).
+inline uint16_t f32_to_bf16_bits(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fff;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+/// Round-to-nearest-even f32 -> f16 bits, with f16 subnormals; overflow -> inf; NaN -> 0x7fff.
+inline uint16_t f32_to_f16_bits(float f) {
+  uint32_t u = float_bits(f);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return 0x7fff;
+  if (u >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // >= 65520 -> inf
+  if (u >= 0x38800000u) {                                             // normal f16 (>= 2^-14)
+    u += 0xfffu + ((u >> 13) & 1u);
+    return static_cast<uint16_t>(sign | ((u >> 13) - 0x1c000u));
+  }
+  const int e = static_cast<int>(u >> 23); // f16 subnormal: round(value / 2^-24)
+  const int s = 126 - e;
+  if (e == 0 || s > 24) return static_cast<uint16_t>(sign);
+  const uint32_t mant = (u & 0x7fffffu) | 0x800000u;
+  uint32_t q = mant >> s;
+  const uint32_t r = mant & ((1u << s) - 1u), halfway = 1u << (s - 1);
+  if (r > halfway || (r == halfway && (q & 1u))) ++q;
+  return static_cast<uint16_t>(sign | q);
+}
+inline float f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1f) return bits_float(sign | 0x7f800000u | (m << 13));
+  if (e == 0) {
+    const float v = static_cast<float>(m) * (1.0f / 16777216.0f); // m * 2^-24, exact
+    return sign ? -v : v;
+  }
+  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+} // namespace host
+#endif
+
+TP_HOST_DEVICE float to_float(bf16 x) {
+#if TP_DEVICE_PASS
+  return sm80::bits_as_float(static_cast<uint32_t>(x.bits) << 16);
+#else
+  return host::bits_float(static_cast<uint32_t>(x.bits) << 16);
+#endif
+}
+TP_HOST_DEVICE float to_float(half x) {
+#if TP_DEVICE_PASS
+  return sm80::cvt_f32_f16(x.bits);
+#else
+  return host::f16_bits_to_f32(x.bits);
+#endif
+}
+TP_HOST_DEVICE bf16 to_bf16(float x) {
+#if TP_DEVICE_PASS
+  return bf16{sm80::cvt_rn_bf16_f32(x)};
+#else
+  return bf16{host::f32_to_bf16_bits(x)};
+#endif
+}
+TP_HOST_DEVICE half to_half(float x) {
+#if TP_DEVICE_PASS
+  return half{sm80::cvt_rn_f16_f32(x)};
+#else
+  return half{host::f32_to_f16_bits(x)};
+#endif
+}
+/// Packs (lo, hi) -> element 0 = lo, element 1 = hi, each rounded to nearest even.
+TP_HOST_DEVICE bf16x2 to_bf16x2(float lo, float hi) {
+#if TP_DEVICE_PASS
+  return bf16x2{sm80::cvt_rn_bf16x2_f32(hi, lo)};
+#else
+  return bf16x2{static_cast<uint32_t>(host::f32_to_bf16_bits(lo)) |
+                (static_cast<uint32_t>(host::f32_to_bf16_bits(hi)) << 16)};
+#endif
+}
+TP_HOST_DEVICE half2x to_half2x(float lo, float hi) {
+#if TP_DEVICE_PASS
+  return half2x{sm80::cvt_rn_f16x2_f32(hi, lo)};
+#else
+  return half2x{static_cast<uint32_t>(host::f32_to_f16_bits(lo)) |
+                (static_cast<uint32_t>(host::f32_to_f16_bits(hi)) << 16)};
+#endif
+}
+
+TP_HOST_DEVICE bf16x2 pack(bf16 lo, bf16 hi) {
+  return bf16x2{static_cast<uint32_t>(lo.bits) | (static_cast<uint32_t>(hi.bits) << 16)};
+}
+TP_HOST_DEVICE half2x pack(half lo, half hi) {
+  return half2x{static_cast<uint32_t>(lo.bits) | (static_cast<uint32_t>(hi.bits) << 16)};
+}
+TP_HOST_DEVICE bf16 low(bf16x2 v) {
+  return bf16{static_cast<uint16_t>(v.bits & 0xffffu)};
+}
+TP_HOST_DEVICE bf16 high(bf16x2 v) {
+  return bf16{static_cast<uint16_t>(v.bits >> 16)};
+}
+TP_HOST_DEVICE half low(half2x v) {
+  return half{static_cast<uint16_t>(v.bits & 0xffffu)};
+}
+TP_HOST_DEVICE half high(half2x v) {
+  return half{static_cast<uint16_t>(v.bits >> 16)};
+}
+
+TP_HOST_DEVICE constexpr int max(int a, int b) {
+  return a > b ? a : b;
+}
+TP_HOST_DEVICE constexpr int min(int a, int b) {
+  return a < b ? a : b;
+}
+
+#if TP_DEVICE_PASS
+/// 2^x, approximate (ex2.approx.ftz.f32). exp(x) == fast_exp2(x * 1.4426950408889634f).
+TP_DEVICE float fast_exp2(float x) {
+  return sm80::ex2_approx_ftz(x);
+}
+/// 1/x, approximate (rcp.approx.ftz.f32).
+TP_DEVICE float rcp(float x) {
+  return sm80::rcp_approx_ftz(x);
+}
+/// 1/sqrt(x), approximate (rsqrt.approx.ftz.f32).
+TP_DEVICE float rsqrt(float x) {
+  return sm80::rsqrt_approx_ftz(x);
+}
+/// max.f32 / min.f32: a NaN operand loses to a number.
+TP_DEVICE float max(float a, float b) {
+  return sm80::max_f32(a, b);
+}
+TP_DEVICE float min(float a, float b) {
+  return sm80::min_f32(a, b);
+}
+#endif
+
+} // namespace tp
