@@ -149,10 +149,12 @@ TP_HOST_DEVICE half high(half2x v) {
   return half{static_cast<uint16_t>(v.bits >> 16)};
 }
 
-TP_HOST_DEVICE constexpr int max(int a, int b) {
+// Named so that `using namespace tp;` cannot make calls ambiguous: NVRTC implicitly declares
+// the CUDA math functions (max, min, rsqrt, ...) in the global namespace.
+TP_HOST_DEVICE constexpr int imax(int a, int b) {
   return a > b ? a : b;
 }
-TP_HOST_DEVICE constexpr int min(int a, int b) {
+TP_HOST_DEVICE constexpr int imin(int a, int b) {
   return a < b ? a : b;
 }
 
@@ -162,18 +164,18 @@ TP_DEVICE float fast_exp2(float x) {
   return sm80::ex2_approx_ftz(x);
 }
 /// 1/x, approximate (rcp.approx.ftz.f32).
-TP_DEVICE float rcp(float x) {
+TP_DEVICE float fast_rcp(float x) {
   return sm80::rcp_approx_ftz(x);
 }
 /// 1/sqrt(x), approximate (rsqrt.approx.ftz.f32).
-TP_DEVICE float rsqrt(float x) {
+TP_DEVICE float fast_rsqrt(float x) {
   return sm80::rsqrt_approx_ftz(x);
 }
 /// max.f32 / min.f32: a NaN operand loses to a number.
-TP_DEVICE float max(float a, float b) {
+TP_DEVICE float maxf(float a, float b) {
   return sm80::max_f32(a, b);
 }
-TP_DEVICE float min(float a, float b) {
+TP_DEVICE float minf(float a, float b) {
   return sm80::min_f32(a, b);
 }
 #endif
