@@ -13,7 +13,14 @@
 #define TP_HOST_DEVICE inline
 #endif
 
-// True while compiling device code (NVRTC, or nvcc's device pass): PTX wrappers exist only here.
+// TP_CUDA: a CUDA compiler reads the file (NVRTC, or either nvcc pass), so the __device__
+// wrappers are declared; plain host C++ sees only the pure functions. TP_DEVICE_PASS: device
+// code is being generated (NVRTC, nvcc's device pass); selects bodies inside host-device code.
+#if defined(__CUDACC__)
+#define TP_CUDA 1
+#else
+#define TP_CUDA 0
+#endif
 #if defined(__CUDA_ARCH__)
 #define TP_DEVICE_PASS 1
 #else

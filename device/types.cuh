@@ -158,7 +158,7 @@ TP_HOST_DEVICE constexpr int imin(int a, int b) {
   return a < b ? a : b;
 }
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 /// 2^x, approximate (ex2.approx.ftz.f32). exp(x) == fast_exp2(x * 1.4426950408889634f).
 TP_DEVICE float fast_exp2(float x) {
   return sm80::ex2_approx_ftz(x);

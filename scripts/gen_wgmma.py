@@ -140,7 +140,7 @@ def generate():
         '#include "defs.cuh"',
         '#include "types.cuh"',
         "",
-        "#if TP_DEVICE_PASS",
+        "#if TP_CUDA",
         "namespace tp::warpgroup::detail {",
         "",
     ]

@@ -8,7 +8,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm80 {
 
 /// cvt.rn.bf16.f32 d, a: d (b16) = round-to-nearest-even bf16 of a (f32).

@@ -10,7 +10,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm80 {
 
 /// cp.async.cg.shared.global [dst], [src], 16, src_bytes: 16-byte copy bypassing L1; dst and src

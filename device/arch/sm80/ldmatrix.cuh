@@ -10,7 +10,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::warp {
 
 /// ldmatrix.sync.aligned.m8n8.x1.shared.b16 {d0}, [addr]

@@ -5,7 +5,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm80 {
 
 /// ex2.approx.ftz.f32 d, a: d = 2^a (max rel. error 2^-22; subnormal inputs/outputs flush to 0).

@@ -7,7 +7,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp {
 
 /// cvta.to.shared.u32 of a generic pointer into shared memory (the NVVM builtin, so the compiler

@@ -7,7 +7,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::block {
 
 /// bar.sync 0: barrier 0 over all threads of the CTA (what __syncthreads() does).

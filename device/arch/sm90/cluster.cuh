@@ -4,7 +4,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm90 {
 
 /// mov.u32 d, %cluster_ctarank: this CTA's rank in its cluster (0 without clusters).

@@ -5,7 +5,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm90 {
 
 /// fence.proxy.async.shared::cta: orders this thread's generic-proxy shared-memory accesses with

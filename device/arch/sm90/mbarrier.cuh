@@ -10,7 +10,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm90 {
 
 /// mbarrier.init.shared::cta.b64 [bar], count: phase 0, expecting `count` arrivals.

@@ -8,7 +8,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::warpgroup {
 
 /// setmaxnreg.inc.sync.aligned.u32 N: raise this warpgroup's per-thread register limit to N

@@ -44,7 +44,7 @@
 #pragma once
 
 #include "defs.cuh"
-#if TP_DEVICE_PASS
+#if TP_CUDA
 #include "arch/sm80/smem.cuh"
 #endif
 
@@ -82,7 +82,7 @@ TP_HOST_DEVICE constexpr uint64_t advance_smem_desc(uint64_t desc, int bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 /// make_smem_desc(p, layout_type, LBO, SBO): descriptor of the operand starting at generic
 /// pointer p (into shared memory); layout_type is kDescSwizzle*, offsets in bytes.
 TP_DEVICE uint64_t make_smem_desc(const void* smem_ptr, int layout_type, int leading_byte_offset,

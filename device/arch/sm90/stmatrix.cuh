@@ -9,7 +9,7 @@
 
 #include "defs.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::warp {
 
 /// stmatrix.sync.aligned.m8n8.x1.shared.b16 [addr], {r0}

@@ -24,7 +24,7 @@ static_assert(sizeof(TensorMap) == 128, "CUtensorMap is 128 bytes");
 
 } // namespace tp
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::sm90 {
 
 /// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes

@@ -18,7 +18,7 @@
 #include "defs.cuh"
 #include "types.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::warpgroup {
 
 /// wgmma.fence.sync.aligned: orders prior accesses to wgmma registers/shared memory before the

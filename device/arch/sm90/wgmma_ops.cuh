@@ -13,7 +13,7 @@
 #include "defs.cuh"
 #include "types.cuh"
 
-#if TP_DEVICE_PASS
+#if TP_CUDA
 namespace tp::warpgroup::detail {
 
 /// wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
