@@ -54,10 +54,7 @@ std::unique_ptr<Driver> Driver::load(const std::string& library, std::string* wh
   std::string tried;
   auto lib = open_library({library}, &tried);
   if (!lib) {
-    if (why_not)
-      *why_not = "no CUDA driver was found (" + tried +
-                 "). Running kernels on a GPU needs the NVIDIA driver; the CPU backend and "
-                 "compile-only stages (tilepilot show --stage ptx|resources) work without it.";
+    if (why_not) *why_not = "no CUDA driver was found (" + tried + ")";
     return nullptr;
   }
   auto d = std::make_unique<Driver>();
@@ -98,7 +95,10 @@ std::unique_ptr<Driver> Driver::load(const std::string& library, std::string* wh
 
 Driver& driver() {
   const DriverState& s = state();
-  if (!s.driver) user_error() << s.why_not;
+  if (!s.driver)
+    user_error() << s.why_not
+                 << ". Running kernels on a GPU needs the NVIDIA driver; the CPU backend and "
+                    "compile-only stages (tilepilot show --stage ptx|resources) work without it.";
   return *s.driver;
 }
 

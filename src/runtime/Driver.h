@@ -73,8 +73,8 @@ struct Driver {
   static std::unique_ptr<Driver> load(const std::string& library, std::string* why_not);
 };
 
-/// The process-wide driver. Throws a UserError ("no CUDA driver was found: ...") when there is
-/// none; CPU and compile-only paths never call it.
+/// The process-wide driver. Throws a UserError ("no CUDA driver was found (...)", plus what
+/// still works without one) when there is none; CPU and compile-only paths never call it.
 Driver& driver();
 
 /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".

@@ -34,7 +34,6 @@ TEST(Driver, MissingLibraryIsReportedWithItsName) {
   EXPECT_EQ(Driver::load("libcuda-does-not-exist.so.1", &why), nullptr);
   EXPECT_NE(why.find("no CUDA driver was found"), std::string::npos) << why;
   EXPECT_NE(why.find("libcuda-does-not-exist.so.1"), std::string::npos) << why;
-  EXPECT_NE(why.find("CPU backend"), std::string::npos) << why; // says what still works
 }
 
 TEST(Driver, LibraryWithoutDriverSymbolsIsRejected) {
@@ -59,6 +58,11 @@ TEST(Driver, NoDriverMeansNotAvailableWithAReason) {
 TEST(Driver, CallsNeedingAGpuThrowWithoutADriver) {
   if (driver_available()) GTEST_SKIP() << "a CUDA driver is present";
   expect_no_driver_error([] { driver(); }, "driver()");
+  try {
+    driver();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("CPU backend"), std::string::npos); // what still works
+  }
   expect_no_driver_error([] { ensure_context(); }, "ensure_context");
   expect_no_driver_error([] { DeviceBuffer b(1024); }, "DeviceBuffer");
   expect_no_driver_error([] { Stream s; }, "Stream");
