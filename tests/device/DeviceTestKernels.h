@@ -435,10 +435,6 @@ using namespace tp;
 constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 4;
 constexpr uint32_t kABytes = kBM * kBK * 2, kStageBytes = (kBM + kBN) * kBK * 2;
 
-__device__ uint64_t kmajor_desc(uint32_t addr) {
-  return sm90::encode_smem_desc(addr, sm90::kDescSwizzle128B, 16, 1024);
-}
-
 extern "C" __global__ void __launch_bounds__(384, 1)
     gemm_tn_bf16(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                  float* C, int M, int N, int K) {
@@ -480,7 +476,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       warpgroup::fence_operand(d);
       warpgroup::fence();
       for (int k = 0; k < kBK / 16; ++k)
-        warpgroup::mma_async_ss<bf16, 128>(d, kmajor_desc(sA + 32 * k), kmajor_desc(sB + 32 * k));
+        warpgroup::mma_async_ss<bf16, 128>(d, sm90::kmajor_sw128_desc(sA + 32 * k),
+                                           sm90::kmajor_sw128_desc(sB + 32 * k));
       warpgroup::commit_group();
       warpgroup::wait_group<0>();
       warpgroup::fence_operand(d);

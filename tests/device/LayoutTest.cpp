@@ -181,6 +181,9 @@ TEST(SmemDesc, EncodesTheFieldsOfThePtxIsaTable) {
   EXPECT_EQ(desc_layout_type(64), 2);
   EXPECT_EQ(desc_layout_type(32), 3);
   EXPECT_EQ(desc_layout_type(0), 0);
+  EXPECT_EQ(kmajor_sw128_desc(0x4000u), encode_smem_desc(0x4000u, kDescSwizzle128B, 16, 1024));
+  EXPECT_EQ(mnmajor_sw128_desc(0x4000u, 8192),
+            encode_smem_desc(0x4000u, kDescSwizzle128B, 8192, 1024));
 }
 
 // A model of how wgmma reads a 16-bit operand through a descriptor (ISA canonical layouts, T = 8

@@ -82,6 +82,17 @@ TP_HOST_DEVICE constexpr uint64_t advance_smem_desc(uint64_t desc, int bytes) {
   return desc + static_cast<uint64_t>(bytes >> 4);
 }
 
+/// The K-major 128B-swizzle descriptor of the conventions above (LBO 16, unused; SBO 1024).
+TP_HOST_DEVICE constexpr uint64_t kmajor_sw128_desc(uint32_t smem_addr) {
+  return encode_smem_desc(smem_addr, kDescSwizzle128B, 16, 1024);
+}
+
+/// The MN-major 128B-swizzle descriptor of the conventions above: LBO = slab_bytes (BK * 128,
+/// from one 64-element M/N slab to the next), SBO 1024.
+TP_HOST_DEVICE constexpr uint64_t mnmajor_sw128_desc(uint32_t smem_addr, int slab_bytes) {
+  return encode_smem_desc(smem_addr, kDescSwizzle128B, slab_bytes, 1024);
+}
+
 #if TP_CUDA
 /// make_smem_desc(p, layout_type, LBO, SBO): descriptor of the operand starting at generic
 /// pointer p (into shared memory); layout_type is kDescSwizzle*, offsets in bytes.
