@@ -1,0 +1,103 @@
+// The release decision.
+//   release                  correctness passed, every metric the spec lists was measured and
+//                            passed, the weighted speedup meets min_speedup, memory is within
+//                            the limit, and (fallback: required) the fallback passed its test;
+//   keep framework operator  something was measured and says no (a wrong result, the objective
+//                            missed, memory over the limit, a failed fallback);
+//   undecided                otherwise: a stage the decision needs did not run (e.g. no GPU).
+// Measured "no" wins over "not measured": a missed objective is already an answer.
+#include <sstream>
+
+#include "pilot/PilotRun.h"
+
+namespace tp::pilot {
+
+namespace {
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(4);
+  os << v;
+  return os.str();
+}
+
+std::string failure_detail(const StageRecord& s) {
+  if (s.data.contains("error")) return ": " + s.data["error"].get<std::string>();
+  if (s.name == "memory") {
+    std::string over;
+    for (const auto& c : s.data.value("cases", nlohmann::json::array()))
+      if (!c.value("within_limit", true))
+        over += (over.empty() ? "" : "; ") + c.value("label", "") + " peaks at " +
+                fmt(c.value("kernel_peak_mb", 0.0)) + " MB";
+    return " (limit " + fmt(s.data.value("limit_mb", 0.0)) + " MB): " + over;
+  }
+  return "";
+}
+
+} // namespace
+
+std::string stage_decision(PilotRun& r) {
+  std::string decision;
+  r.run_stage("decision", [&](nlohmann::json& d) -> std::string {
+    std::vector<std::string> no, missing, yes;
+    const StageRecord* corr = r.stage("correctness");
+    if (corr->failed()) {
+      std::string what = corr->data.contains("repro")
+                             ? corr->data["repro"]["failure"].value("shape", "") +
+                                   " (reproducer: " + corr->data["repro"].value("dir", "") + ")"
+                             : corr->data.value("error", std::string("see the correctness stage"));
+      no.push_back("correctness failed: " + what);
+    } else if (corr->passed()) {
+      yes.push_back("correctness passed on " + std::to_string(r.cases.size()) + " cases");
+    }
+    // Every metric the spec lists is needed for a decision, and so is the fallback test when
+    // the fallback is required.
+    std::vector<std::string> needed;
+    for (const auto& m : r.spec.metrics)
+      if (m != "correctness") needed.push_back(m);
+    if (r.spec.fallback == "required") needed.push_back("fallback");
+    for (const auto& name : needed) {
+      const StageRecord* s = r.stage(name);
+      if (s->failed())
+        no.push_back(name + " failed" + failure_detail(*s));
+      else if (!s->passed())
+        missing.push_back(name + ": " + s->status);
+      else if (name == "memory")
+        yes.push_back("peak memory within " + fmt(r.spec.memory_limit_mb) + " MB");
+      else if (name == "fallback")
+        yes.push_back("fallback tested on every case");
+    }
+    // The objective, from the best measured timing of each shape (tuned where adopted).
+    std::map<int, WarmTiming> best = r.warm;
+    for (const auto& [i, w] : r.tuned_warm)
+      best[i] = w;
+    nlohmann::json obj = r.warm.empty() ? nlohmann::json() : weighted_summary(r, best);
+    if (!obj.is_null()) {
+      d["objective"] = obj;
+      double s = obj["weighted_speedup"].get<double>();
+      std::string line =
+          "weighted speedup " + fmt(s) + " vs min_speedup " + fmt(r.spec.min_speedup);
+      (s >= r.spec.min_speedup ? yes : no)
+          .push_back("objective " + std::string(s >= r.spec.min_speedup ? "met" : "missed") + ": " +
+                     line);
+    } else {
+      d["objective"] = "not measured";
+    }
+    // The model evidence that motivates (or not) the kernel.
+    if (r.model)
+      d["model_evidence"] = {{"op_time_share", r.model->op_time_share},
+                             {"change_pct", r.model->change_pct},
+                             {"predicted_change_pct", r.model->predicted_change_pct}};
+    else
+      d["model_evidence"] = "not measured: " + r.stage("model")->status;
+
+    decision = !no.empty() ? kKeepFramework : !missing.empty() ? kUndecided : kRelease;
+    d["decision"] = decision;
+    d["reasons"] = decision == kKeepFramework ? no : decision == kUndecided ? missing : yes;
+    d["supporting"] = yes;
+    return "passed";
+  });
+  return decision.empty() ? kUndecided : decision; // empty only if the stage itself threw
+}
+
+} // namespace tp::pilot

@@ -1,0 +1,16 @@
+// Small file helpers for the pilot's outputs: whole-file read/write (atomic replace) and content
+// hashes for manifests.
+#pragma once
+#include <string>
+
+namespace tp::pilot {
+
+/// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half a
+/// file. Creates parent folders. User error (naming the path) when it cannot.
+void write_text(const std::string& path, const std::string& text);
+/// The file's bytes; user error naming the path when it cannot be read.
+std::string read_text(const std::string& path);
+/// XXH64 (seed 0) of bytes as 16 lowercase hex digits.
+std::string xxh64_hex(const std::string& bytes);
+
+} // namespace tp::pilot

@@ -1,0 +1,121 @@
+// Reading release folders back, and the problem JSON shared by releases and reproducers.
+#include "pilot/ReleaseManifest.h"
+
+#include "pilot/Files.h"
+
+namespace tp::pilot {
+
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  try {
+    return nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    user_error() << path << " is not valid JSON (" << e.what()
+                 << "); rerun the pilot to write the release again";
+    throw;
+  }
+}
+
+bool same_problem(const ops::Problem& a, const ops::Problem& b) {
+  return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.options == b.options;
+}
+
+} // namespace
+
+nlohmann::json problem_to_json(const ops::Problem& p) {
+  return {{"op", p.op}, {"dtype", dtype_name(p.dtype)}, {"shape", p.shape}, {"options", p.options}};
+}
+
+ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where) {
+  try {
+    const ops::Operator& op = ops::find_operator(j.at("op").get<std::string>());
+    auto dt = parse_dtype(j.at("dtype").get<std::string>());
+    if (!dt)
+      user_error() << where << ": dtype " << j.at("dtype") << " is unknown; use bf16, f16 or f32";
+    std::map<std::string, std::string> kv;
+    for (const auto& [k, v] : j.at("shape").items())
+      kv[k] = std::to_string(v.get<int64_t>());
+    const nlohmann::json options = j.value("options", nlohmann::json::object());
+    for (const auto& [k, v] : options.items())
+      kv[k] = v.get<std::string>();
+    return op.parse(kv, *dt);
+  } catch (const nlohmann::json::exception& e) {
+    user_error() << where << ": malformed problem (" << e.what()
+                 << "); a problem is {op, dtype, shape: {key: int}, options: {key: str}}";
+    throw;
+  }
+}
+
+const PinnedEntry* Release::find(const std::string& arch, const ops::Problem& p,
+                                 std::string* why_not) const {
+  auto say = [&](const std::string& s) -> const PinnedEntry* {
+    if (why_not) *why_not = s;
+    return nullptr;
+  };
+  if (p.op != op) return say("operator " + p.op + " is not the released " + op);
+  if (arch != device) return say("device " + arch + " is not the released " + device);
+  const MatrixEntry* tested = nullptr;
+  bool dtype_tested = false;
+  for (const auto& m : matrix) {
+    if (m.device != arch || m.problem.dtype != p.dtype) continue;
+    dtype_tested = true;
+    if (same_problem(m.problem, p)) tested = &m;
+  }
+  if (!dtype_tested)
+    return say(std::string("dtype ") + dtype_name(p.dtype) + " is not in the tested matrix");
+  if (!tested) return say("shape " + p.shape_str() + " is not in the tested matrix");
+  if (!tested->passed) return say("shape " + p.shape_str() + " failed its test");
+  for (const auto& e : pinned)
+    if (same_problem(e.problem, p)) return &e;
+  return say("no pinned kernel for shape " + p.shape_str());
+}
+
+Release load_release(const std::string& dir) {
+  Release r;
+  r.dir = dir;
+  r.manifest = read_json(dir + "/manifest.json");
+  if (r.manifest.value("format", "") != kReleaseFormat)
+    user_error() << dir << "/manifest.json: format is not " << kReleaseFormat
+                 << "; pass a release/ folder written by `tilepilot pilot`";
+  for (const auto& [path, info] : r.manifest.at("files").items()) {
+    std::string want = info.at("xxh64").get<std::string>();
+    std::string got = xxh64_hex(read_text(dir + "/" + path));
+    if (got != want)
+      user_error() << dir << "/" << path << ": content hash " << got << " does not match the "
+                   << "manifest's " << want << "; the release was modified after the pilot "
+                   << "wrote it - rerun the pilot instead of editing a release";
+  }
+  r.op = r.manifest.at("operator").get<std::string>();
+  r.device = r.manifest.at("device").get<std::string>();
+  try {
+    nlohmann::json pinned = read_json(dir + "/pinned.json");
+    for (const auto& e : pinned.at("entries")) {
+      PinnedEntry p;
+      p.problem = problem_from_json(e.at("problem"), dir + "/pinned.json");
+      p.config = e.at("config").get<ops::Config>();
+      p.source_file = e.value("source", "");
+      p.cubin_file = e.value("cubin", "");
+      r.pinned.push_back(p);
+    }
+    nlohmann::json matrix = read_json(dir + "/test_matrix.json");
+    for (const auto& [arch, dev] : matrix.at("devices").items())
+      for (const auto& c : dev.at("cases")) {
+        MatrixEntry m;
+        m.device = arch;
+        m.problem = problem_from_json(c.at("problem"), dir + "/test_matrix.json");
+        m.passed = c.at("correctness").at("passed").get<bool>();
+        m.max_abs_err = c.at("correctness").at("max_abs_err").get<double>();
+        r.matrix.push_back(m);
+      }
+    nlohmann::json fb = read_json(dir + "/fallback.json");
+    r.fallback = fb.at("operator").get<std::string>();
+    r.fallback_reasons = fb.at("reasons").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    user_error() << dir << ": malformed release (" << e.what()
+                 << "); rerun the pilot to write it again";
+  }
+  return r;
+}
+
+} // namespace tp::pilot

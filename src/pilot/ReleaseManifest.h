@@ -1,0 +1,54 @@
+// A release folder as runtime dispatch reads it back (written by the pilot, Release.cpp):
+//   manifest.json     format, versions, spec, environment, xxh64 of every other file
+//   pinned.json       one pinned kernel per tested shape bucket: problem, config, source, cubin
+//   test_matrix.json  per device: every tested (shape, dtype) with its results
+//   fallback.json     the fallback operator and the reasons dispatch falls back
+//   kernels/          generated CUDA source and cubin of each pinned entry
+// A bucket is one tested problem (exact shape keys, options and dtype).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ops/Operator.h"
+
+namespace tp::pilot {
+
+inline constexpr const char* kReleaseFormat = "tilepilot-release/1";
+
+nlohmann::json problem_to_json(const ops::Problem& p);
+/// User error naming `where` when the JSON is not a valid problem.
+ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where);
+
+struct PinnedEntry {
+  ops::Problem problem;
+  ops::Config config;
+  std::string source_file, cubin_file; // paths inside the release folder; "" when not produced
+};
+
+struct MatrixEntry {
+  std::string device; // arch, e.g. sm_90a
+  ops::Problem problem;
+  bool passed = false;
+  double max_abs_err = 0;
+};
+
+struct Release {
+  std::string dir, op, device;
+  nlohmann::json manifest;
+  std::vector<PinnedEntry> pinned;
+  std::vector<MatrixEntry> matrix;
+  std::string fallback; // the fallback operator, e.g. "cuBLASLt"
+  std::vector<std::string> fallback_reasons;
+
+  /// The pinned entry for a problem on a device arch, or nullptr with the reason dispatch
+  /// falls back (wrong device, dtype or shape outside the tested matrix, test failed).
+  const PinnedEntry* find(const std::string& arch, const ops::Problem& p,
+                          std::string* why_not) const;
+};
+
+/// Reads a release folder and checks every file against the manifest's hash. User error (naming
+/// the file) when something is missing, malformed or modified.
+Release load_release(const std::string& dir);
+
+} // namespace tp::pilot

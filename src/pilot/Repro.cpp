@@ -1,0 +1,157 @@
+// Reproducer folders: writing one from a failing case, and replaying it.
+#include "pilot/Repro.h"
+
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+
+#include "ir/IRPrinter.h"
+#include "pilot/FaultyOperator.h"
+#include "pilot/Files.h"
+#include "pilot/ReleaseManifest.h"
+
+namespace tp::pilot {
+
+namespace {
+
+const char* kFormat = "tilepilot-repro/1";
+
+std::string describe(const nlohmann::json& r) {
+  std::ostringstream os;
+  os << (r.value("passed", false) ? "PASS" : "FAIL") << " " << r.value("op", "") << " "
+     << r.value("shape", "") << " " << r.value("dtype", "") << " backend=" << r.value("backend", "")
+     << " config=" << r.value("config", "") << " seed=" << r.value("seed", 0)
+     << "\n  max_abs_err=" << r.value("max_abs_err", 0.0)
+     << " rel_l2_err=" << r.value("rel_l2_err", 0.0) << " (atol=" << r.value("atol", 0.0)
+     << ", rtol=" << r.value("rtol", 0.0) << "), " << r.value("bad_elements", 0) << " of "
+     << r.value("checked_elements", 0) << " checked elements bad, " << r.value("blocks_checked", 0)
+     << "/" << r.value("blocks_total", 0) << " blocks run";
+  if (r.contains("first_bad")) os << "\n  first mismatch: " << r["first_bad"].get<std::string>();
+  return os.str();
+}
+
+} // namespace
+
+ops::CheckResult run_case(const ReproCase& c, const Backends& b) {
+  auto op = with_fault(ops::find_operator(c.problem.op), c.fault);
+  ops::CheckOptions o;
+  o.backend = c.backend;
+  o.arch = c.arch;
+  o.seed = c.seed;
+  o.config = c.config;
+  o.atol = c.atol;
+  o.rtol = c.rtol;
+  o.flop_budget = c.flop_budget;
+  op->validate(c.problem, c.config);
+  if (c.backend == "cpu") return ops::check(*op, c.problem, o);
+  if (c.backend != "cuda") user_error() << "unknown backend '" << c.backend << "'; use cpu or cuda";
+  if (!b.check_cuda)
+    user_error() << "this case runs on the cuda backend, which this build does not have; "
+                    "replay it on the interpreter with --backend cpu";
+  return b.check_cuda(*op, c.problem, o);
+}
+
+nlohmann::json to_json(const ReproCase& c) {
+  return {{"problem", problem_to_json(c.problem)},
+          {"config", c.config},
+          {"seed", c.seed},
+          {"backend", c.backend},
+          {"arch", c.arch},
+          {"tolerance", {{"atol", c.atol}, {"rtol", c.rtol}}},
+          {"flop_budget", c.flop_budget},
+          {"inject_fault", c.fault}};
+}
+
+ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file) {
+  try {
+    ReproCase c;
+    c.problem = problem_from_json(j.at("problem"), file);
+    c.config = j.at("config").get<ops::Config>();
+    c.seed = j.at("seed").get<uint64_t>();
+    c.backend = j.at("backend").get<std::string>();
+    c.arch = j.at("arch").get<std::string>();
+    c.atol = j.at("tolerance").at("atol").get<double>();
+    c.rtol = j.at("tolerance").at("rtol").get<double>();
+    c.flop_budget = j.at("flop_budget").get<double>();
+    c.fault = j.value("inject_fault", "");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    user_error() << file << ": malformed reproducer (" << e.what()
+                 << "); rewrite it by rerunning the pilot that produced it";
+    throw;
+  }
+}
+
+void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckResult& failing,
+                 const Backends& b, const nlohmann::json& shrink, const std::string& exe) {
+  std::filesystem::create_directories(dir);
+  std::string cmd = exe + " repro " + dir;
+  nlohmann::json j;
+  j["format"] = kFormat;
+  j["case"] = to_json(c);
+  j["failure"] = ops::to_json(failing);
+  j["shrink"] = shrink;
+  j["command"] = cmd;
+  write_text(dir + "/repro.json", j.dump(2) + "\n");
+  write_text(dir + "/command.txt", cmd + "\n");
+
+  auto op = with_fault(ops::find_operator(c.problem.op), c.fault);
+  Kernel k = op->build(c.problem, c.config);
+  write_text(dir + "/kernel.ir.txt", ir::to_string(k.node()));
+
+  std::string reason;
+  if (!b.compile_only) {
+    reason = "this build has no CUDA backend (Backends::compile_only is empty)";
+  } else {
+    try {
+      CompileOnlyResult r = b.compile_only(k, c.arch);
+      write_text(dir + "/kernel.cu.txt", r.cuda_source);
+      write_text(dir + "/nvrtc.log",
+                 r.nvrtc_log.empty() ? "(NVRTC printed nothing)\n" : r.nvrtc_log);
+      write_text(dir + "/resources.json", r.resources.dump(2) + "\n");
+      return;
+    } catch (const StageSkipped& e) {
+      reason = e.what();
+    } catch (const std::exception& e) {
+      // A compile failure is a diagnostic worth keeping: the message carries NVRTC's log.
+      reason = "compiling for " + c.arch + " failed:\n" + e.what();
+    }
+  }
+  write_text(dir + "/kernel.cu.txt", "not produced: " + reason + "\n");
+  write_text(dir + "/nvrtc.log", "not produced: " + reason + "\n");
+  write_text(dir + "/resources.json", nlohmann::json{{"not_produced", reason}}.dump(2) + "\n");
+}
+
+int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
+                 const std::string& backend) {
+  std::string file = dir + "/repro.json";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text(file));
+  } catch (const nlohmann::json::exception& e) {
+    user_error() << file << " is not valid JSON (" << e.what()
+                 << "); rerun the pilot to write the reproducer again";
+  }
+  if (j.value("format", "") != kFormat)
+    user_error() << file << ": not a reproducer (format is not " << kFormat
+                 << "); pass the repro/ folder that a pilot wrote";
+  ReproCase c = repro_case_from_json(j.at("case"), file);
+  if (!backend.empty()) c.backend = backend;
+  if (!c.fault.empty())
+    out << "note: test-only fault '" << c.fault << "' is injected into this kernel\n";
+  out << "recorded: " << describe(j.at("failure")) << "\n";
+  ops::CheckResult r = run_case(c, b);
+  nlohmann::json now = ops::to_json(r);
+  out << "now:      " << describe(now) << "\n";
+  if (r.passed) {
+    out << "the case now passes\n";
+    return 0;
+  }
+  bool same = j.at("failure").value("first_bad", "") == now.value("first_bad", "") &&
+              j.at("failure").value("bad_elements", -1) == now.value("bad_elements", -2);
+  out << (same ? "the case still fails, with the same failure\n"
+               : "the case still fails, differently from the recorded failure\n");
+  return 1;
+}
+
+} // namespace tp::pilot
