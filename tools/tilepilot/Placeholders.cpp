@@ -3,5 +3,4 @@
 
 namespace tp::cli {
 void add_bench_command(CLI::App&, int*) {}
-void add_tune_command(CLI::App&, int*) {}
 } // namespace tp::cli

@@ -1,0 +1,83 @@
+// `tilepilot tune` end to end through the binary: --dry-run prints the pruned space and exits 0;
+// without a GPU the command says "not run: measurement needs an sm_90a GPU (...)" and exits 2;
+// bad input names what to fix.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "tilepilot/runtime.h"
+
+namespace {
+
+struct CliRun {
+  int rc = -1;
+  std::string out; // stdout and stderr together
+};
+
+CliRun run(const std::string& args) {
+  CliRun r;
+  std::string cmd = std::string(TILEPILOT_CLI) + " " + args + " 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0)
+    r.out.append(buf.data(), n);
+  int status = ::pclose(f);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+} // namespace
+
+TEST(TuneCommand, DryRunPrintsThePrunedSpace) {
+  CliRun r = run("tune gemm --shape M=4096,N=4096,K=4096 --arch sm_90a --dry-run");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("space: 576 configs, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pruned before compiling (divisibility "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shared memory per block, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("search order (first 10 of "), std::string::npos) << r.out;
+}
+
+TEST(TuneCommand, DryRunJsonCountsAddUp) {
+  CliRun r = run("tune attention --shape B=2,H=8,S=1024,D=128 --arch sm_80 --space 'stages=1|2' "
+                 "--dry-run --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "dry_run");
+  EXPECT_EQ(j["arch"], "sm_80");
+  const auto& s = j["space"];
+  EXPECT_EQ(s["total"], 2 * 3 * 2 * 3);
+  EXPECT_EQ(s["kept"].get<int>() + s["pruned"].get<int>(), s["total"].get<int>());
+  EXPECT_EQ(s["kept_configs"].size(), s["kept"].get<size_t>());
+  for (const auto& p : s["pruned_configs"])
+    EXPECT_FALSE(p["reason"].get<std::string>().empty());
+}
+
+TEST(TuneCommand, WithoutAGpuSaysNotRunAndExits2) {
+  if (tp::rt::device_count() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
+  CliRun r = run("tune gemm --shape M=256,N=256,K=256");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("space: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not run: measurement needs an sm_90a GPU ("), std::string::npos) << r.out;
+  CliRun j = run("tune gemm --shape M=256,N=256,K=256 --json");
+  EXPECT_EQ(j.rc, 2);
+  nlohmann::json o = nlohmann::json::parse(j.out);
+  EXPECT_EQ(o["status"], "not_run");
+  EXPECT_EQ(o["reason"].get<std::string>().find("not run: measurement needs an sm_90a GPU ("), 0u);
+}
+
+TEST(TuneCommand, BadInputNamesTheFix) {
+  CliRun r = run("tune gemm --shape M=256,N=256,K=256 --space tile=64 --dry-run");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("--space: unknown knob 'tile'; knobs are bm, bn, bk"), std::string::npos)
+      << r.out;
+  CliRun a = run("tune gemm --shape M=256,N=256,K=256 --arch sm_70 --dry-run");
+  EXPECT_EQ(a.rc, 2);
+  EXPECT_NE(a.out.find("arch 'sm_70' has no resource model; use sm_90a or sm_80"),
+            std::string::npos)
+      << a.out;
+}
