@@ -11,6 +11,7 @@
 #include "arch/sm80/mma.cuh"
 #include "arch/sm80/mma_layout.cuh"
 #include "defs.cuh"
+#include "tile/codegen.cuh"
 #include "tile/swizzle.cuh"
 #include "types.cuh"
 

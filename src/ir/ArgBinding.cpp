@@ -82,6 +82,10 @@ int64_t eval_int(const Expr& e, const Binding& env) {
       return x % y;
     case BinOp::min: return std::min(x, y);
     case BinOp::max: return std::max(x, y);
+    case BinOp::bit_and: return x & y;
+    case BinOp::bit_xor: return x ^ y;
+    case BinOp::shl: return x << y;
+    case BinOp::shr: return x >> y;
     case BinOp::eq: return x == y;
     case BinOp::ne: return x != y;
     case BinOp::lt: return x < y;

@@ -103,6 +103,10 @@ const char* binop_name(BinOp op) {
   case BinOp::mod: return "%";
   case BinOp::min: return "min";
   case BinOp::max: return "max";
+  case BinOp::bit_and: return "&";
+  case BinOp::bit_xor: return "^";
+  case BinOp::shl: return "<<";
+  case BinOp::shr: return ">>";
   case BinOp::eq: return "==";
   case BinOp::ne: return "!=";
   case BinOp::lt: return "<";
@@ -130,6 +134,10 @@ int64_t fold_int(BinOp op, int64_t a, int64_t b) {
   case BinOp::mod: return a % b;
   case BinOp::min: return std::min(a, b);
   case BinOp::max: return std::max(a, b);
+  case BinOp::bit_and: return a & b;
+  case BinOp::bit_xor: return a ^ b;
+  case BinOp::shl: return a << b;
+  case BinOp::shr: return a >> b;
   case BinOp::eq: return a == b;
   case BinOp::ne: return a != b;
   case BinOp::lt: return a < b;
@@ -230,6 +238,12 @@ Expr Load::make(Buffer b, std::vector<Expr> indices) {
   return Expr(std::make_shared<Load>(std::move(b), std::move(indices), t));
 }
 
+Expr Intrinsic::make(std::string name, std::vector<Expr> args, DType t,
+                     std::vector<Buffer> buffers, bool pure) {
+  return Expr(std::make_shared<Intrinsic>(std::move(name), std::move(args), std::move(buffers), t,
+                                          pure));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 Stmt Seq::make(std::vector<Stmt> stmts, SourceLoc loc) {
@@ -292,6 +306,13 @@ Stmt AtomicAdd::make(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc 
 Stmt Print::make(std::string label, Expr value, Buffer tile, SourceLoc loc) {
   return std::make_shared<Print>(std::move(label), std::move(value), std::move(tile),
                                  std::move(loc));
+}
+
+Stmt Let::make(Var v, Expr value, Stmt body, SourceLoc loc) {
+  return std::make_shared<Let>(std::move(v), std::move(value), std::move(body), std::move(loc));
+}
+Stmt Evaluate::make(Expr v, SourceLoc loc) {
+  return std::make_shared<Evaluate>(std::move(v), std::move(loc));
 }
 
 } // namespace tp::ir

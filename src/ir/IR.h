@@ -26,7 +26,8 @@ namespace tp::ir {
   X(Call)                                                                                          \
   X(Select)                                                                                        \
   X(Cast)                                                                                          \
-  X(Load)
+  X(Load)                                                                                          \
+  X(Intrinsic)
 
 #define TILEPILOT_IR_STMTS(X)                                                                      \
   X(Seq)                                                                                           \
@@ -40,7 +41,9 @@ namespace tp::ir {
   X(Fill)                                                                                          \
   X(Reduce)                                                                                        \
   X(AtomicAdd)                                                                                     \
-  X(Print)
+  X(Print)                                                                                         \
+  X(Let)                                                                                           \
+  X(Evaluate)
 
 enum class NodeKind : uint8_t {
 #define TILEPILOT_X(n) n,
@@ -129,7 +132,10 @@ struct Variable : ExprNode {
   static Var make(const std::string& name, DType t = DType::i32);
 };
 
-enum class BinOp : uint8_t { add, sub, mul, div, mod, min, max, eq, ne, lt, le, gt, ge, land, lor };
+enum class BinOp : uint8_t {
+  add, sub, mul, div, mod, min, max, bit_and, bit_xor, shl, shr, // arithmetic (bit ops: integers)
+  eq, ne, lt, le, gt, ge, land, lor                              // comparisons and logic: bool
+};
 const char* binop_name(BinOp op); // the C++ spelling ("+", "<=") or function name ("min")
 bool binop_is_compare(BinOp op);
 
@@ -177,6 +183,23 @@ struct Load : ExprNode {
   Load(Buffer b, std::vector<Expr> i, DType t)
       : ExprNode(node_kind, t), buffer(std::move(b)), indices(std::move(i)) {}
   static Expr make(Buffer b, std::vector<Expr> indices);
+};
+
+/// A call of a device-library function or builtin, introduced by lowering for the CUDA backend
+/// (e.g. "tp::sm90::wgmma_fence", "threadIdx.x"). `args` are printed in order; a Buffer argument
+/// is passed by name through `buffers` (printed where the name "$k" appears in `name`'s text
+/// form). The interpreter does not run lowered IR.
+struct Intrinsic : ExprNode {
+  static constexpr NodeKind node_kind = NodeKind::Intrinsic;
+  std::string name;
+  std::vector<Expr> args;
+  std::vector<Buffer> buffers;
+  bool pure = true; // no side effects: may be reordered or removed
+  Intrinsic(std::string n, std::vector<Expr> a, std::vector<Buffer> b, DType t, bool p)
+      : ExprNode(node_kind, t), name(std::move(n)), args(std::move(a)), buffers(std::move(b)),
+        pure(p) {}
+  static Expr make(std::string name, std::vector<Expr> args, DType t = DType::i32,
+                   std::vector<Buffer> buffers = {}, bool pure = true);
 };
 
 /// The arithmetic type an operand of dtype t computes in: f16/bf16 -> f32.
@@ -354,6 +377,26 @@ struct Print : StmtNode {
       : StmtNode(node_kind, std::move(l)), label(std::move(s)), value(std::move(v)),
         tile(std::move(t)) {}
   static Stmt make(std::string label, Expr value, Buffer tile, SourceLoc loc);
+};
+
+/// let var = value in body (value evaluated once).
+struct Let : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Let;
+  Var var;
+  Expr value;
+  Stmt body;
+  Let(Var v, Expr x, Stmt b, SourceLoc l)
+      : StmtNode(node_kind, std::move(l)), var(std::move(v)), value(std::move(x)),
+        body(std::move(b)) {}
+  static Stmt make(Var v, Expr value, Stmt body, SourceLoc loc = {});
+};
+
+/// Evaluates an expression for its side effects (a device-library call).
+struct Evaluate : StmtNode {
+  static constexpr NodeKind node_kind = NodeKind::Evaluate;
+  Expr value;
+  Evaluate(Expr v, SourceLoc l) : StmtNode(node_kind, std::move(l)), value(std::move(v)) {}
+  static Stmt make(Expr v, SourceLoc loc = {});
 };
 
 // ---------------------------------------------------------------------------------------------

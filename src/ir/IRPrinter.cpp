@@ -148,6 +148,30 @@ void IRPrinter::visit(const Load* op) {
   os_ << "]";
 }
 
+void IRPrinter::visit(const Intrinsic* op) {
+  os_ << op->name << "(";
+  for (size_t i = 0; i < op->buffers.size(); ++i) os_ << (i ? ", " : "") << buffer_name(op->buffers[i]);
+  for (size_t i = 0; i < op->args.size(); ++i) {
+    if (i || !op->buffers.empty()) os_ << ", ";
+    visit(op->args[i]);
+  }
+  os_ << ")";
+}
+
+void IRPrinter::visit(const Let* op) {
+  indent();
+  os_ << "let " << var_name(as<Variable>(op->var)) << " = ";
+  visit(op->value);
+  os_ << "\n";
+  visit(op->body);
+}
+
+void IRPrinter::visit(const Evaluate* op) {
+  indent();
+  visit(op->value);
+  os_ << "\n";
+}
+
 void IRPrinter::print_region(const Region& r) {
   os_ << buffer_name(r.buffer) << "[";
   for (size_t i = 0; i < r.min.size(); ++i) {

@@ -50,6 +50,14 @@ void IRVisitor::visit(const Cast* op) { visit(op->value); }
 void IRVisitor::visit(const Load* op) {
   for (const Expr& i : op->indices) visit(i);
 }
+void IRVisitor::visit(const Intrinsic* op) {
+  for (const Expr& a : op->args) visit(a);
+}
+void IRVisitor::visit(const Let* op) {
+  visit(op->value);
+  visit(op->body);
+}
+void IRVisitor::visit(const Evaluate* op) { visit(op->value); }
 void IRVisitor::visit(const Seq* op) {
   for (const Stmt& s : op->stmts) visit(s);
 }
@@ -134,6 +142,15 @@ Region IRMutator::mutate(const Region& r) {
   return out;
 }
 
+namespace {
+bool same_region(const Region& a, const Region& b) {
+  if (a.min.size() != b.min.size()) return false;
+  for (size_t i = 0; i < a.min.size(); ++i)
+    if (a.min[i].get() != b.min[i].get()) return false;
+  return true;
+}
+} // namespace
+
 Expr IRMutator::visit(const IntImm*, const Expr& self) { return self; }
 Expr IRMutator::visit(const FloatImm*, const Expr& self) { return self; }
 Expr IRMutator::visit(const Variable*, const Expr& self) { return self; }
@@ -162,6 +179,21 @@ Expr IRMutator::visit(const Load* op, const Expr& self) {
   return changed ? Load::make(op->buffer, idx) : self;
 }
 
+Expr IRMutator::visit(const Intrinsic* op, const Expr& self) {
+  bool changed = false;
+  auto args = mutate(op->args, &changed);
+  return changed ? Intrinsic::make(op->name, args, op->dtype, op->buffers, op->pure) : self;
+}
+Stmt IRMutator::visit(const Let* op, const Stmt& self) {
+  Expr v = mutate(op->value);
+  Stmt b = mutate(op->body);
+  if (v.get() == op->value.get() && b.same_as(op->body)) return self;
+  return Let::make(op->var, v, b, op->loc);
+}
+Stmt IRMutator::visit(const Evaluate* op, const Stmt& self) {
+  Expr v = mutate(op->value);
+  return v.get() == op->value.get() ? self : Evaluate::make(v, op->loc);
+}
 Stmt IRMutator::visit(const Seq* op, const Stmt& self) {
   std::vector<Stmt> out;
   bool changed = false;
@@ -198,15 +230,21 @@ Stmt IRMutator::visit(const Store* op, const Stmt& self) {
   return Store::make(op->buffer, idx, v, op->loc);
 }
 Stmt IRMutator::visit(const Allocate*, const Stmt& self) { return self; }
-Stmt IRMutator::visit(const Copy* op, const Stmt&) {
-  return Copy::make(mutate(op->src), mutate(op->dst), op->loc);
+Stmt IRMutator::visit(const Copy* op, const Stmt& self) {
+  Region s = mutate(op->src), d = mutate(op->dst);
+  if (same_region(s, op->src) && same_region(d, op->dst)) return self;
+  return Copy::make(s, d, op->loc);
 }
-Stmt IRMutator::visit(const Gemm* op, const Stmt&) {
-  return Gemm::make(mutate(op->a), mutate(op->b), mutate(op->c), op->trans_a, op->trans_b,
-                    op->clear, op->loc);
+Stmt IRMutator::visit(const Gemm* op, const Stmt& self) {
+  Region a = mutate(op->a), b = mutate(op->b), c = mutate(op->c);
+  if (same_region(a, op->a) && same_region(b, op->b) && same_region(c, op->c)) return self;
+  return Gemm::make(a, b, c, op->trans_a, op->trans_b, op->clear, op->loc);
 }
-Stmt IRMutator::visit(const Fill* op, const Stmt&) {
-  return Fill::make(mutate(op->dst), mutate(op->value), op->loc);
+Stmt IRMutator::visit(const Fill* op, const Stmt& self) {
+  Region d = mutate(op->dst);
+  Expr v = mutate(op->value);
+  if (same_region(d, op->dst) && v.get() == op->value.get()) return self;
+  return Fill::make(d, v, op->loc);
 }
 Stmt IRMutator::visit(const Reduce*, const Stmt& self) { return self; }
 Stmt IRMutator::visit(const AtomicAdd* op, const Stmt& self) {
@@ -230,6 +268,8 @@ void for_each_stmt(const Stmt& s, const std::function<void(const Stmt&)>& f) {
     for_each_stmt(l->body, f);
   else if (const auto* p = as<Parallel>(s))
     for_each_stmt(p->body, f);
+  else if (const auto* lt = as<Let>(s))
+    for_each_stmt(lt->body, f);
   else if (const auto* i = as<IfThenElse>(s)) {
     for_each_stmt(i->then_case, f);
     for_each_stmt(i->else_case, f);

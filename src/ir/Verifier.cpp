@@ -77,6 +77,12 @@ protected:
     bound_.insert(as<Variable>(op->var)->uid);
     scoped_body(op->body);
   }
+  void visit(const Let* op) override {
+    stmt(op);
+    visit(op->value);
+    bound_.insert(as<Variable>(op->var)->uid);
+    scoped_body(op->body);
+  }
   void visit(const Parallel* op) override {
     stmt(op);
     for (const Var& v : op->vars) bound_.insert(as<Variable>(v)->uid);

@@ -72,7 +72,9 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   std::vector<HostTensor> args = op.make_args(p, o.seed);
   std::array<int64_t, 3> g = op.grid(p, r.config);
   r.blocks_total = g[0] * g[1] * g[2];
-  double budget = o.backend == "cpu" ? o.flop_budget : 2e10;
+  // The interpreter runs only the sampled blocks; the GPU runs the whole grid and the fp64 CPU
+  // reference is computed for a sample of its blocks (plus a NaN scan of every output below).
+  double budget = o.backend == "cpu" ? o.flop_budget : o.reference_budget;
   std::vector<std::array<int64_t, 3>> blocks = choose_blocks(g, op.flops(p), budget, o.seed);
   r.blocks_run = static_cast<int64_t>(blocks.size());
   run(k, args, o.backend == "cpu" ? blocks : std::vector<std::array<int64_t, 3>>{});
@@ -119,6 +121,18 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
           e[d] = 0;
         }
       }
+    }
+  }
+  if (o.backend != "cpu") {
+    // Every output element the kernel should have written: NaN (the poison) never passes.
+    for (int t : op.outputs(p)) {
+      const HostTensor& out = args[t];
+      for (int64_t i = 0; i < out.numel(); ++i)
+        if (std::isnan(out.get(i))) {
+          if (r.bad == 0) r.first_bad = "output " + std::to_string(t) + " flat index " + std::to_string(i) + " is NaN (unwritten or computed NaN)";
+          ++r.bad;
+          ++r.nonfinite;
+        }
     }
   }
   r.rel_l2_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);

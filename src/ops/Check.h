@@ -17,6 +17,7 @@ struct CheckOptions {
   Config config;               // empty: the operator's default for arch
   double atol = -1, rtol = -1; // negative: the operator's default for the dtype
   double flop_budget = 3e8;    // interpreter: sample blocks beyond this much work
+  double reference_budget = 3e9; // GPU backends: fp64 reference flops on the CPU
 };
 
 struct CheckResult {

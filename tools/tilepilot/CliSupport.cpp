@@ -1,6 +1,7 @@
 // CLI helpers.
 #include "CliSupport.h"
 
+#include "ops/CudaCheck.h"
 #include "tilepilot/error.h"
 
 namespace tp::cli {
@@ -21,9 +22,7 @@ std::string check_backend(const std::string& s) {
 
 ops::CheckResult run_check(const ops::Operator& op, const ops::Problem& p,
                            const ops::CheckOptions& o) {
-  if (o.backend == "cuda")
-    user_error() << "--backend cuda: the CUDA backend is not part of this build yet; use "
-                    "--backend cpu";
+  if (o.backend == "cuda") return ops::check_cuda(op, p, o);
   return ops::check(op, p, o);
 }
 

@@ -3,8 +3,11 @@
 
 #include "CliSupport.h"
 #include "Commands.h"
+#include "codegen/cuda/LoweredKernel.h"
 #include "ir/IRPrinter.h"
 #include "ops/Operator.h"
+#include "runtime/Jit.h"
+#include "runtime/ResourceUsage.h"
 
 namespace tp::cli {
 
@@ -36,8 +39,28 @@ void add_show_command(CLI::App& app, int* rc) {
       std::cout << ir::to_string(k.node());
     } else if (a->stage == "lowered" || a->stage == "cuda" || a->stage == "ptx" ||
                a->stage == "resources") {
-      user_error() << "--stage " << a->stage << " needs the CUDA backend, which is not part of "
-                   << "this build yet; --stage ir works";
+      cuda::LoweredKernel lk = cuda::lower_kernel(k, passes::Target::parse(a->arch));
+      if (a->stage == "lowered") {
+        std::cout << lk.lowered_text;
+      } else if (a->stage == "cuda") {
+        std::cout << lk.source;
+      } else {
+        rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, a->arch, {});
+        if (a->stage == "ptx") {
+          std::cout << j.compiled.ptx;
+        } else {
+          rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+          std::cout << "entry: " << lk.entry << " (" << a->arch << ")\n"
+                    << "threads per block: " << lk.block_threads << "\n"
+                    << "dynamic shared memory: " << lk.smem_bytes << " bytes\n"
+                    << "registers: " << u.registers << "\n"
+                    << "spill stores: " << u.spill_store_bytes << " bytes, spill loads: "
+                    << u.spill_load_bytes << " bytes\n"
+                    << "stack frame: " << u.stack_bytes << " bytes\n"
+                    << "nvrtc: " << j.compiled.seconds << " s" << (j.cache_hit ? " (cached)" : "")
+                    << "\n";
+        }
+      }
     } else {
       user_error() << "unknown --stage '" << a->stage << "'; use ir, lowered, cuda, ptx or resources";
     }

@@ -95,6 +95,10 @@ double binop(BinOp op, bool fl, double x, double y) {
     return y == 0 ? 0 : std::fmod(x, y);
   case BinOp::min: return std::fmin(x, y);
   case BinOp::max: return std::fmax(x, y);
+  case BinOp::bit_and: return static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y));
+  case BinOp::bit_xor: return static_cast<double>(static_cast<int64_t>(x) ^ static_cast<int64_t>(y));
+  case BinOp::shl: return static_cast<double>(static_cast<int64_t>(x) << static_cast<int64_t>(y));
+  case BinOp::shr: return static_cast<double>(static_cast<int64_t>(x) >> static_cast<int64_t>(y));
   case BinOp::eq: return x == y;
   case BinOp::ne: return x != y;
   case BinOp::lt: return x < y;

@@ -56,6 +56,28 @@ public:
   }
 };
 
+class LetS : public CStmt {
+public:
+  int slot;
+  std::unique_ptr<CExpr> value;
+  std::unique_ptr<CStmt> body;
+  SourceLoc loc;
+  void exec(Ctx& c) override {
+    Val v = value->eval(c);
+    const double* saved = c.lane[slot];
+    std::vector<double> lanes;
+    if (v.uniform) {
+      c.scalar[slot] = v.p[0];
+      c.lane[slot] = nullptr;
+    } else {
+      lanes.assign(v.p, v.p + c.n);
+      c.lane[slot] = lanes.data();
+    }
+    body->exec(c);
+    c.lane[slot] = saved;
+  }
+};
+
 class ParallelS : public CStmt {
 public:
   std::vector<int> slots;
@@ -265,6 +287,14 @@ std::unique_ptr<CStmt> compile_stmt(const ir::Stmt& s, CompileEnv& env) {
       r->tile_slot = lay.buffer(pr->tile);
     else
       r->value = compile_expr(pr->value, lay, loc);
+    return r;
+  }
+  if (const auto* lt = ir::as<ir::Let>(s)) {
+    auto r = std::make_unique<LetS>();
+    r->slot = lay.var(ir::as<ir::Variable>(lt->var)->uid);
+    r->value = compile_expr(lt->value, lay, loc);
+    r->body = compile_stmt(lt->body, env);
+    r->loc = loc;
     return r;
   }
   if (const auto* c = ir::as<ir::Copy>(s)) return compile_copy(c, env);

@@ -1,0 +1,148 @@
+// Compile-on-demand and launch of generated kernels, with tensor-map encoding for TMA.
+#include "codegen/cuda/CudaKernel.h"
+
+#include <chrono>
+
+#include "ir/ArgBinding.h"
+#include "runtime/Driver.h"
+#include "runtime/Launch.h"
+
+namespace tp::cuda {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+CUtensorMapDataType tma_dtype(DType t) {
+  switch (t) {
+  case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case DType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  default: return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  }
+}
+
+CUtensorMap encode(const TmaParam& p, const DeviceTensor& t) {
+  rt::Driver& d = rt::driver();
+  if (!d.cuTensorMapEncodeTiled)
+    user_error() << "this CUDA driver has no cuTensorMapEncodeTiled; TMA kernels need driver 12.0+";
+  int rank = static_cast<int>(t.shape.size());
+  int eb = dtype_bytes(t.dtype);
+  cuuint64_t dims[5], strides[5];
+  cuuint32_t box[5], elem[5];
+  for (int i = 0; i < rank; ++i) {
+    dims[i] = static_cast<cuuint64_t>(t.shape[rank - 1 - i]);
+    box[i] = static_cast<cuuint32_t>(p.box[i]);
+    elem[i] = 1;
+  }
+  cuuint64_t stride = static_cast<cuuint64_t>(eb);
+  for (int i = 0; i < rank - 1; ++i) {
+    stride *= dims[i];
+    strides[i] = stride;
+  }
+  CUtensorMapSwizzle sw = p.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                          : p.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                          : p.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                  : CU_TENSOR_MAP_SWIZZLE_NONE;
+  CUtensorMap map;
+  TILEPILOT_CU(d.cuTensorMapEncodeTiled(&map, tma_dtype(t.dtype), rank,
+                                        reinterpret_cast<void*>(t.ptr), dims, strides, box, elem,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return map;
+}
+
+} // namespace
+
+CudaKernel::CudaKernel(Kernel k, std::string arch, bool bypass_cache)
+    : kernel_(std::move(k)), arch_(std::move(arch)), bypass_cache_(bypass_cache) {}
+
+CudaKernel::Variant& CudaKernel::variant(bool tma) {
+  Variant& v = tma ? tma_ : plain_;
+  if (v.ready) return v;
+  auto t0 = std::chrono::steady_clock::now();
+  passes::Target t = passes::Target::parse(arch_);
+  t.allow_tma = tma;
+  v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
+  v.timings.passes = seconds_since(t0);
+  v.jit = rt::jit_load(v.lowered->source, v.lowered->entry, v.lowered->canonical_ir, arch_, {},
+                       bypass_cache_);
+  v.timings.nvrtc = v.jit.nvrtc_seconds;
+  v.timings.module_load = v.jit.module_load_seconds;
+  v.timings.lookup = v.jit.lookup_seconds;
+  v.timings.cache_hit = v.jit.cache_hit;
+  v.ready = true;
+  return v;
+}
+
+const LoweredKernel& CudaKernel::lowered(bool tma) {
+  Variant& v = tma ? tma_ : plain_;
+  if (!v.lowered) {
+    passes::Target t = passes::Target::parse(arch_);
+    t.allow_tma = tma;
+    v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
+  }
+  return *v.lowered;
+}
+
+bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
+  const LoweredKernel& lk = lowered(true);
+  for (const TmaParam& p : lk.tmas) {
+    const DeviceTensor& t = args.at(p.param);
+    int64_t row_bytes = t.shape.back() * dtype_bytes(t.dtype);
+    if (row_bytes % 16 != 0 || t.ptr % 16 != 0) return false;
+  }
+  return true;
+}
+
+const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args) {
+  return variant(wants_tma(args)).timings;
+}
+
+void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
+  const ir::KernelNode& k = kernel_.node();
+  std::vector<ir::ArgDesc> desc;
+  for (const DeviceTensor& t : args) desc.push_back({t.dtype, t.shape});
+  ir::Binding env = ir::bind_args(k, desc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    int64_t n = 1;
+    for (int64_t e : args[i].shape) n *= e;
+    if (n >= (int64_t{1} << 31))
+      user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name << "' has " << n
+                   << " elements; generated kernels index with 32-bit integers (at most 2^31 - 1)";
+    if (args[i].ptr == 0)
+      user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name
+                   << "' has a null device pointer";
+  }
+  Variant& v = variant(wants_tma(args));
+  std::array<unsigned, 3> grid{1, 1, 1};
+  for (size_t i = 0; i < k.grid.size(); ++i) {
+    int64_t g = ir::eval_int(k.grid[i], env);
+    if (g <= 0 || g > (i == 0 ? 2147483647LL : 65535LL))
+      user_error() << "kernel '" << k.name << "': grid dimension " << i << " is " << g
+                   << " for these shapes, outside what CUDA launches";
+    grid[i] = static_cast<unsigned>(g);
+  }
+  std::vector<CUtensorMap> maps;
+  maps.reserve(v.lowered->tmas.size());
+  for (const TmaParam& p : v.lowered->tmas) maps.push_back(encode(p, args.at(p.param)));
+  std::vector<CUdeviceptr> ptrs;
+  std::vector<int> dims;
+  for (const DeviceTensor& t : args) ptrs.push_back(t.ptr);
+  for (const Var& d : k.dims) dims.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(d)->uid)));
+  std::vector<void*> params;
+  for (auto& p : ptrs) params.push_back(&p);
+  for (auto& m : maps) params.push_back(&m);
+  for (auto& d : dims) params.push_back(&d);
+  rt::LaunchConfig cfg;
+  cfg.grid = grid;
+  cfg.block = {static_cast<unsigned>(v.lowered->block_threads), 1, 1};
+  cfg.shared_bytes = static_cast<unsigned>(v.lowered->smem_bytes);
+  cfg.stream = stream;
+  rt::launch(v.jit.fn, cfg, params.data());
+}
+
+} // namespace tp::cuda

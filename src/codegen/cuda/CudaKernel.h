@@ -1,0 +1,62 @@
+// A tile-language kernel compiled for the current GPU and launchable on device tensors.
+// Construction lowers and compiles both variants lazily: the TMA variant for problems whose
+// TMA-loaded tensors have 16-byte aligned rows, and a variant without TMA for the rest.
+#pragma once
+#include <array>
+#include <cuda.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/LoweredKernel.h"
+#include "runtime/Jit.h"
+
+namespace tp::cuda {
+
+/// A device tensor argument: its memory, dtype and shape (row-major, contiguous).
+struct DeviceTensor {
+  CUdeviceptr ptr = 0;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+};
+
+/// Phases of getting a kernel ready to launch, in seconds.
+struct CompileTimings {
+  double passes = 0;      // lowering passes + CUDA emission
+  double nvrtc = 0;       // NVRTC in this call (0 on a cache hit)
+  double module_load = 0; // cuModuleLoadData + cuModuleGetFunction
+  double lookup = 0;      // cache lookups
+  bool cache_hit = false;
+  double total() const { return passes + nvrtc + module_load + lookup; }
+};
+
+class CudaKernel {
+public:
+  /// `arch` is the device's ("sm_90a"); `bypass_cache` forces NVRTC (cold-compile measurement).
+  CudaKernel(Kernel k, std::string arch, bool bypass_cache = false);
+
+  /// Checks the arguments (dtype, shape, Dim bindings, alignment, 32-bit indexing), picks the
+  /// variant, encodes tensor maps and launches on `stream`.
+  void launch(const std::vector<DeviceTensor>& args, CUstream stream = nullptr);
+  /// Compiles (and loads) the variant `args` need without launching; returns its timings.
+  const CompileTimings& prepare(const std::vector<DeviceTensor>& args);
+  const LoweredKernel& lowered(bool tma = true);
+  const Kernel& kernel() const { return kernel_; }
+
+private:
+  struct Variant {
+    std::unique_ptr<LoweredKernel> lowered;
+    rt::JitKernel jit;
+    CompileTimings timings;
+    bool ready = false;
+  };
+  bool wants_tma(const std::vector<DeviceTensor>& args);
+  Variant& variant(bool tma);
+
+  Kernel kernel_;
+  std::string arch_;
+  bool bypass_cache_;
+  Variant tma_, plain_;
+};
+
+} // namespace tp::cuda

@@ -1,0 +1,39 @@
+// A kernel lowered for one CUDA target: the generated source, what launching it needs (block
+// size, dynamic shared memory, tensor maps to encode) and the intermediate products that
+// `tilepilot show` prints.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "passes/Target.h"
+#include "tilepilot/lang.h"
+
+namespace tp::cuda {
+
+/// A tensor map the launcher encodes (cuTensorMapEncodeTiled) for a TMA-loaded parameter.
+struct TmaParam {
+  int param = -1;               // kernel parameter index
+  std::vector<int64_t> box;     // innermost first
+  int swizzle_bytes = 0;        // 0, 32, 64, 128
+};
+
+struct LoweredKernel {
+  Kernel kernel;                // the tile-level kernel (params, Dims, grid)
+  passes::Target target;
+  std::string entry;            // extern "C" symbol
+  std::string source;           // CUDA C++
+  std::string canonical_ir;     // cache key part: canonical tile-level IR + target
+  int block_threads = 0;        // consumers + producer warpgroup
+  int64_t smem_bytes = 0;       // dynamic shared memory
+  std::vector<TmaParam> tmas;
+  std::vector<bool> param_written; // per parameter: does the kernel write it
+  std::string lowered_text;     // layouts, pipeline plan and lowered IR
+  /// The tile-level kernel with barriers inserted (what was lowered).
+  ir::Stmt body_with_barriers;
+};
+
+/// Lowers `k` for `t` through the pass list in src/passes (see Lower.cpp) and emits CUDA C++.
+LoweredKernel lower_kernel(const Kernel& k, const passes::Target& t);
+
+} // namespace tp::cuda

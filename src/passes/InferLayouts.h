@@ -1,0 +1,43 @@
+// Layout inference for the CUDA backend. gemm fixes its accumulator's layout (wgmma on sm_90a,
+// mma.sync on sm_80); parallel loops, copies and reductions propagate it to the fragments they
+// touch element-wise (row vectors get the accumulator's row layout); fragments that end up with
+// no register layout live in shared memory instead. Conflicting register layouts are user
+// errors naming both buffers. Shared tiles that feed the tensor cores get swizzled layouts.
+#pragma once
+#include <map>
+#include <set>
+
+#include "ir/IR.h"
+#include "passes/Layout.h"
+#include "passes/Target.h"
+
+namespace tp::passes {
+
+enum class GemmKind {
+  wgmma_ss, // sm_90a, A and B from shared memory descriptors
+  wgmma_rs, // sm_90a, A from registers (a fragment in the accumulator layout)
+  mma,      // sm_80 mma.sync, A and B from shared memory through ldmatrix
+  simt,     // plain FMA loops over shared memory (any dtype, any shape)
+};
+const char* gemm_kind_name(GemmKind k);
+
+struct LayoutInfo {
+  int consumer_threads = 0;
+  std::map<uint64_t, FragmentLayout> fragments; // register-resident fragments
+  std::set<uint64_t> promoted;                  // fragments that live in shared memory
+  std::map<uint64_t, SharedLayout> shared;      // every shared-memory buffer, promoted included
+  std::map<const ir::Gemm*, GemmKind> gemms;
+
+  bool in_registers(const ir::Buffer& b) const { return fragments.count(b->uid) > 0; }
+  /// Shared tiles and promoted fragments: memory every consumer thread can see.
+  bool in_shared(const ir::Buffer& b) const;
+  const FragmentLayout& fragment(const ir::Buffer& b) const;
+  const SharedLayout& shared_layout(const ir::Buffer& b) const;
+};
+
+LayoutInfo infer_layouts(const ir::KernelNode& k, const Target& t);
+
+/// The layout table, for `tilepilot show --stage lowered`.
+std::string to_string(const ir::KernelNode& k, const LayoutInfo& info);
+
+} // namespace tp::passes

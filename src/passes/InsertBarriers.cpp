@@ -1,0 +1,172 @@
+// Barrier insertion: a forward scan per statement list tracking the shared buffers read and
+// written since the last barrier.
+#include "passes/InsertBarriers.h"
+
+#include <set>
+
+#include "ir/IRVisitor.h"
+
+namespace tp::passes {
+
+namespace {
+
+struct Accesses {
+  std::set<uint64_t> reads, writes;
+  bool conflicts_with(const Accesses& before) const {
+    for (uint64_t w : writes)
+      if (before.reads.count(w) || before.writes.count(w)) return true;
+    for (uint64_t r : reads)
+      if (before.writes.count(r)) return true;
+    return false;
+  }
+  void add(const Accesses& o) {
+    reads.insert(o.reads.begin(), o.reads.end());
+    writes.insert(o.writes.begin(), o.writes.end());
+  }
+  void clear() {
+    reads.clear();
+    writes.clear();
+  }
+};
+
+ir::Stmt barrier() {
+  return ir::Evaluate::make(ir::Intrinsic::make("tp.barrier", {}, DType::i32, {}, false));
+}
+
+class Collect : public ir::IRVisitor {
+public:
+  Collect(const LayoutInfo& l, const std::set<uint64_t>& skip) : l_(l), skip_(skip) {}
+  Accesses acc;
+
+public:
+  using IRVisitor::visit;
+
+protected:
+  bool tracked(const ir::Buffer& b) const { return l_.in_shared(b) && !skip_.count(b->uid); }
+  void read(const ir::Buffer& b) {
+    if (tracked(b)) acc.reads.insert(b->uid);
+  }
+  void write(const ir::Buffer& b) {
+    if (tracked(b)) acc.writes.insert(b->uid);
+  }
+  void visit(const ir::Load* op) override {
+    read(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Store* op) override {
+    write(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::AtomicAdd* op) override {
+    write(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Copy* op) override {
+    read(op->src.buffer);
+    write(op->dst.buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Gemm* op) override {
+    read(op->a.buffer);
+    read(op->b.buffer);
+    read(op->c.buffer);
+    write(op->c.buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Fill* op) override {
+    write(op->dst.buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Reduce* op) override {
+    read(op->src);
+    read(op->dst);
+    write(op->dst);
+  }
+  void visit(const ir::Print* op) override {
+    if (op->tile) read(op->tile);
+    IRVisitor::visit(op);
+  }
+
+private:
+  const LayoutInfo& l_;
+  const std::set<uint64_t>& skip_;
+};
+
+class Inserter : public ir::IRMutator {
+public:
+  Inserter(const LayoutInfo& l, std::set<uint64_t> skip) : l_(l), skip_(std::move(skip)) {}
+
+  Accesses accesses(const ir::Stmt& s) {
+    Collect c(l_, skip_);
+    c.visit(s);
+    return c.acc;
+  }
+
+  /// Inserts barriers into a statement list; `pending` holds the accesses since the last
+  /// barrier on entry and on exit.
+  std::vector<ir::Stmt> scan(const std::vector<ir::Stmt>& stmts, Accesses& pending) {
+    std::vector<ir::Stmt> out;
+    for (const ir::Stmt& s : stmts) {
+      Accesses a = accesses(s);
+      if (a.conflicts_with(pending)) {
+        out.push_back(barrier());
+        pending.clear();
+      }
+      out.push_back(mutate(s));
+      pending.add(a);
+    }
+    return out;
+  }
+
+protected:
+  using IRMutator::visit;
+
+  ir::Stmt visit(const ir::Seq* op, const ir::Stmt&) override {
+    Accesses pending;
+    return ir::Seq::make(scan(op->stmts, pending), op->loc);
+  }
+
+  ir::Stmt visit(const ir::For* op, const ir::Stmt&) override {
+    const auto* b = ir::as<ir::Seq>(op->body);
+    std::vector<ir::Stmt> stmts = b ? b->stmts : std::vector<ir::Stmt>{op->body};
+    Accesses pending;
+    std::vector<ir::Stmt> out = scan(stmts, pending);
+    // The next iteration starts with this one's pending accesses: up to the body's first
+    // barrier, a conflicting statement needs one at the end of the body.
+    for (const ir::Stmt& s : std::vector<ir::Stmt>(out)) {
+      if (const auto* e = ir::as<ir::Evaluate>(s))
+        if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") break;
+      if (accesses(s).conflicts_with(pending)) {
+        out.push_back(barrier());
+        break;
+      }
+    }
+    return ir::For::make(op->var, op->min, op->extent, op->for_kind, op->stages,
+                         ir::Seq::make(out, op->loc), op->loc);
+  }
+
+  ir::Stmt visit(const ir::IfThenElse* op, const ir::Stmt&) override {
+    return ir::IfThenElse::make(op->cond, mutate(op->then_case), mutate(op->else_case), op->loc);
+  }
+
+  // Element-wise loops are independent iterations: no barriers inside them.
+  ir::Stmt visit(const ir::Parallel*, const ir::Stmt& self) override { return self; }
+
+private:
+  const LayoutInfo& l_;
+  std::set<uint64_t> skip_;
+};
+
+} // namespace
+
+ir::Stmt insert_barriers(const ir::KernelNode& k, const LayoutInfo& layouts,
+                         const PipelinePlan& plan) {
+  std::set<uint64_t> skip;
+  for (const TmaLoad& l : plan.loads) skip.insert(l.copy->dst.buffer->uid);
+  Inserter ins(layouts, skip);
+  ir::Stmt body = k.body;
+  if (!ir::as<ir::Seq>(body)) body = ir::Seq::make({body});
+  return ins.mutate(body);
+}
+
+} // namespace tp::passes

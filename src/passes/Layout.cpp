@@ -1,0 +1,210 @@
+// Layout index arithmetic. The formulas are the PTX ISA's fragment layouts for wgmma (D matrix,
+// m64nNk16) and mma.sync (C matrix, m16n8k16), and the swizzle modes of TMA / wgmma operands.
+#include "passes/Layout.h"
+
+#include <fmt/format.h>
+
+namespace tp::passes {
+
+FragmentLayout FragmentLayout::wgmma(int64_t M, int64_t N, int warpgroups) {
+  internal_assert(M % (64 * warpgroups) == 0) << "wgmma layout: M=" << M << " not a multiple of 64 x "
+                                              << warpgroups << " warpgroups";
+  internal_assert(N % 8 == 0 && N <= 256) << "wgmma layout: N=" << N;
+  FragmentLayout l;
+  l.kind = Kind::wgmma_acc;
+  l.M = M;
+  l.N = N;
+  l.warpgroups = warpgroups;
+  l.slabs = static_cast<int>(M / (64 * warpgroups));
+  return l;
+}
+
+FragmentLayout FragmentLayout::mma(int64_t M, int64_t N, int warps_m, int warps_n) {
+  internal_assert(M % (16 * warps_m) == 0 && N % (8 * warps_n) == 0)
+      << "mma layout: " << M << "x" << N << " over " << warps_m << "x" << warps_n << " warps";
+  FragmentLayout l;
+  l.kind = Kind::mma_acc;
+  l.M = M;
+  l.N = N;
+  l.warps_m = warps_m;
+  l.warps_n = warps_n;
+  return l;
+}
+
+FragmentLayout FragmentLayout::rows() const {
+  internal_assert(kind == Kind::wgmma_acc || kind == Kind::mma_acc) << "rows of " << str();
+  FragmentLayout l = *this;
+  l.parent = kind;
+  l.kind = Kind::rows;
+  return l;
+}
+
+int FragmentLayout::threads() const {
+  Kind k = kind == Kind::rows ? parent : kind;
+  return k == Kind::wgmma_acc ? 128 * warpgroups : 32 * warps_m * warps_n;
+}
+
+int FragmentLayout::regs_per_thread() const {
+  switch (kind) {
+  case Kind::wgmma_acc: return static_cast<int>(slabs * N / 2);
+  case Kind::mma_acc: return static_cast<int>((M / warps_m / 16) * (N / warps_n / 8) * 4);
+  case Kind::rows:
+    return parent == Kind::wgmma_acc ? 2 * slabs : static_cast<int>(2 * (M / warps_m / 16));
+  case Kind::none: return 0;
+  }
+  return 0;
+}
+
+Expr FragmentLayout::row(const Expr& t, const Expr& r) const {
+  Expr lane = t % 32;
+  Kind k = kind == Kind::rows ? parent : kind;
+  if (k == Kind::wgmma_acc) {
+    Expr p, half;
+    if (kind == Kind::wgmma_acc) {
+      int64_t per_slab = N / 2;
+      p = r / per_slab;
+      half = ((r % per_slab) / 2) % 2;
+    } else {
+      p = r / 2;
+      half = r % 2;
+    }
+    Expr wg = t / 128, warp = (t % 128) / 32;
+    return (wg * slabs + p) * 64 + warp * 16 + lane / 4 + half * 8;
+  }
+  int64_t wm_rows = M / warps_m;
+  Expr wm = (t / 32) / warps_n;
+  Expr am, half;
+  if (kind == Kind::mma_acc) {
+    int64_t an_count = N / warps_n / 8;
+    am = (r / 4) / an_count;
+    half = (r % 4) / 2;
+  } else {
+    am = r / 2;
+    half = r % 2;
+  }
+  return wm * wm_rows + am * 16 + lane / 4 + half * 8;
+}
+
+Expr FragmentLayout::col(const Expr& t, const Expr& r) const {
+  internal_assert(kind == Kind::wgmma_acc || kind == Kind::mma_acc) << "col of " << str();
+  Expr lane = t % 32;
+  if (kind == Kind::wgmma_acc) {
+    Expr rr = r % (N / 2);
+    return (rr / 4) * 8 + rr % 2 + (lane % 4) * 2;
+  }
+  int64_t wn_cols = N / warps_n, an_count = wn_cols / 8;
+  Expr an = (r / 4) % an_count;
+  Expr wn = (t / 32) % warps_n;
+  return wn * wn_cols + an * 8 + r % 2 + (lane % 4) * 2;
+}
+
+Expr FragmentLayout::rows_reg(const Expr& r) const {
+  if (kind == Kind::wgmma_acc) {
+    int64_t per_slab = N / 2;
+    return (r / per_slab) * 2 + ((r % per_slab) / 2) % 2;
+  }
+  internal_assert(kind == Kind::mma_acc) << "rows_reg of " << str();
+  int64_t an_count = N / warps_n / 8;
+  return ((r / 4) / an_count) * 2 + (r % 4) / 2;
+}
+
+std::vector<int64_t> FragmentLayout::reg_shape() const {
+  if (kind == Kind::wgmma_acc) return {slabs, N / 2};
+  return {regs_per_thread()};
+}
+
+std::vector<Expr> FragmentLayout::reg_index(const Expr& r) const {
+  if (kind == Kind::wgmma_acc) return {r / (N / 2), r % (N / 2)};
+  return {r};
+}
+
+bool FragmentLayout::same_as(const FragmentLayout& o) const {
+  if (kind != o.kind) return false;
+  Kind k = kind == Kind::rows ? parent : kind;
+  if (kind == Kind::rows && parent != o.parent) return false;
+  bool cols_matter = kind != Kind::rows;
+  if (M != o.M || (cols_matter && N != o.N)) return false;
+  if (k == Kind::wgmma_acc) return warpgroups == o.warpgroups;
+  if (kind == Kind::rows) return warps_m == o.warps_m && warps_n == o.warps_n;
+  return warps_m == o.warps_m && warps_n == o.warps_n;
+}
+
+bool FragmentLayout::rows_within_quad() const {
+  Kind k = kind == Kind::rows ? parent : kind;
+  return k == Kind::wgmma_acc || warps_n == 1;
+}
+
+std::string FragmentLayout::str() const {
+  switch (kind) {
+  case Kind::wgmma_acc: return fmt::format("wgmma_acc[{}x{}, {} warpgroups]", M, N, warpgroups);
+  case Kind::mma_acc: return fmt::format("mma_acc[{}x{}, warps {}x{}]", M, N, warps_m, warps_n);
+  case Kind::rows:
+    return fmt::format("rows_of({})", parent == Kind::wgmma_acc ? "wgmma_acc" : "mma_acc") +
+           fmt::format("[{}]", M);
+  case Kind::none: return "shared";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+
+SharedLayout SharedLayout::linear(int64_t rows, int64_t cols, int elem_bytes, int64_t pad) {
+  SharedLayout l;
+  l.kind = Kind::linear;
+  l.rows = rows;
+  l.cols = cols;
+  l.elem_bytes = elem_bytes;
+  l.pad = pad;
+  return l;
+}
+
+SharedLayout SharedLayout::swizzled(int64_t rows, int64_t cols, int elem_bytes) {
+  SharedLayout l;
+  l.kind = Kind::swizzled;
+  l.rows = rows;
+  l.cols = cols;
+  l.elem_bytes = elem_bytes;
+  int64_t row_bytes = cols * elem_bytes;
+  l.swizzle_bytes = row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : 32;
+  internal_assert(row_bytes % l.swizzle_bytes == 0)
+      << "swizzled layout needs rows of a multiple of 32 bytes, got " << row_bytes;
+  return l;
+}
+
+int64_t SharedLayout::size_elems() const {
+  return kind == Kind::linear ? rows * (cols + pad) : rows * cols;
+}
+
+// Swizzle: the 16-byte unit index within a row is XORed with (row / period) % units, where a
+// row holds 8, 4 or 2 units (128, 64, 32 bytes) and period = 128 / row bytes; one atom is then
+// 1024 bytes, and tiles are placed at 1024-byte aligned addresses.
+Expr SharedLayout::offset(const Expr& row, const Expr& col) const {
+  if (kind == Kind::linear) return row * (cols + pad) + col;
+  int64_t cc = chunk_cols();                 // elements per swizzle row
+  int64_t unit = 16 / elem_bytes;            // elements per 16-byte unit
+  int64_t units = swizzle_bytes / 16;        // units per row: 8, 4, 2
+  int64_t period = 128 / swizzle_bytes;      // rows sharing one XOR value: 1, 2, 4
+  Expr chunk = col / cc, within = col % cc;
+  Expr u = within / unit, e = within % unit;
+  Expr sw = (row / period) % units;
+  Expr x = ir::Binary::make(ir::BinOp::bit_xor, u, sw);
+  return chunk * (rows * cc) + row * cc + x * unit + e;
+}
+
+int64_t SharedLayout::offset(int64_t row, int64_t col) const {
+  if (kind == Kind::linear) return row * (cols + pad) + col;
+  int64_t cc = chunk_cols(), unit = 16 / elem_bytes, units = swizzle_bytes / 16;
+  int64_t period = 128 / swizzle_bytes;
+  int64_t chunk = col / cc, within = col % cc;
+  int64_t u = within / unit, e = within % unit;
+  int64_t x = u ^ ((row / period) % units);
+  return chunk * (rows * cc) + row * cc + x * unit + e;
+}
+
+std::string SharedLayout::str() const {
+  if (kind == Kind::linear)
+    return pad ? fmt::format("linear[{}x{}+{}]", rows, cols, pad) : fmt::format("linear[{}x{}]", rows, cols);
+  return fmt::format("swizzle{}B[{}x{}]", swizzle_bytes, rows, cols);
+}
+
+} // namespace tp::passes

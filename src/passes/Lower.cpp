@@ -1,0 +1,103 @@
+// The CUDA backend's pass list, in order:
+//   verify -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and plan on the
+//   barrier'd IR -> plan shared memory -> lower tile ops -> emit CUDA C++.
+#include "passes/Lower.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "codegen/cuda/CodeGenCUDA.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "ir/Verifier.h"
+#include "passes/InsertBarriers.h"
+#include "passes/LowerTileOps.h"
+
+namespace tp::cuda {
+
+namespace {
+
+bool debug_ir() {
+  const char* v = std::getenv("TILEPILOT_DEBUG_IR");
+  return v && std::string(v) == "1";
+}
+
+void dump(const char* pass, const std::string& text) {
+  if (debug_ir()) std::cerr << "=== after " << pass << " ===\n" << text << "\n";
+}
+
+std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) {
+  std::ostringstream os;
+  if (p.warp_specialized) {
+    os << "// pipeline: warp-specialized, " << p.stages << " stages, producer warpgroup issues "
+       << p.loads.size() << " TMA load(s)\n";
+  } else {
+    os << "// pipeline: not warp-specialized (" << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
+  }
+  os << "// shared memory: " << s.total_bytes << " bytes\n";
+  return os.str();
+}
+
+} // namespace
+
+LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
+  const ir::KernelNode& k0 = kernel.node();
+  ir::verify(k0);
+  // Barriers first (they need to know which buffers are shared), then plan again on the
+  // barrier'd IR, whose nodes the pipeline plan points into.
+  passes::LayoutInfo l0 = passes::infer_layouts(k0, t);
+  passes::PipelinePlan p0 = passes::plan_pipeline(k0, l0, t);
+  ir::KernelNode k = k0;
+  k.body = passes::insert_barriers(k0, l0, p0);
+  dump("insert_barriers", ir::to_string(k));
+  passes::LayoutInfo layouts = passes::infer_layouts(k, t);
+  passes::PipelinePlan plan = passes::plan_pipeline(k, layouts, t);
+  passes::SmemPlan smem = passes::plan_shared_memory(k, layouts, plan, t);
+  dump("infer_layouts", passes::to_string(k, layouts));
+
+  passes::LowerContext cx(k, t, layouts, plan, smem);
+  ir::Stmt lowered = passes::lower_tile_ops(cx);
+  dump("lower_tile_ops", ir::to_string(lowered));
+
+  LoweredKernel out;
+  out.kernel = kernel;
+  out.target = t;
+  out.entry = "tp_" + k.name;
+  out.block_threads = k.threads + plan.producer_threads();
+  out.smem_bytes = smem.total_bytes;
+  for (const passes::TmaLoad& l : plan.loads) out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
+  out.param_written.assign(k.params.size(), false);
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+    auto mark = [&](const ir::Buffer& b) {
+      for (size_t i = 0; i < k.params.size(); ++i)
+        if (k.params[i]->uid == b->uid) out.param_written[i] = true;
+    };
+    if (const auto* c = ir::as<ir::Copy>(s)) mark(c->dst.buffer);
+    if (const auto* st = ir::as<ir::Store>(s)) mark(st->buffer);
+    if (const auto* a = ir::as<ir::AtomicAdd>(s)) mark(a->buffer);
+    if (const auto* f = ir::as<ir::Fill>(s)) mark(f->dst.buffer);
+  });
+  cuda::EmitInput in{k, lowered, layouts, plan, smem, t, out.block_threads, out.entry,
+                     out.param_written, cx.tid};
+  out.source = emit_cuda(in);
+  dump("codegen", out.source);
+  out.canonical_ir = ir::to_string(k0, true) + "\n// target " + t.str();
+  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem) + ir::to_string(lowered);
+  out.body_with_barriers = k.body;
+  return out;
+}
+
+} // namespace tp::cuda
+
+namespace tp::passes {
+
+Target Target::parse(const std::string& arch) {
+  if (arch != "sm_90a" && arch != "sm_80")
+    user_error() << "unsupported --arch '" << arch << "'; use sm_90a (H100/H200) or sm_80 (A100)";
+  Target t;
+  t.arch = arch;
+  return t;
+}
+
+} // namespace tp::passes

@@ -1,0 +1,167 @@
+// LowerContext: addressing of every kind of buffer in lowered IR, and statement builders.
+#include "passes/LowerContext.h"
+
+#include "ir/IRVisitor.h"
+
+namespace tp::passes {
+
+using ir::Buffer;
+using ir::Scope;
+
+LowerContext::LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
+                           const PipelinePlan& p, const SmemPlan& s)
+    : k(kn), target(t), layouts(l), plan(p), smem(s), tid("tid") {
+  // Register arrays for register-resident fragments.
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& st) {
+    const auto* a = ir::as<ir::Allocate>(st);
+    if (!a || !layouts.in_registers(a->buffer)) return;
+    const FragmentLayout& fl = layouts.fragment(a->buffer);
+    std::vector<Expr> shape;
+    for (int64_t e : fl.reg_shape()) shape.push_back(Expr(e));
+    regs[a->buffer->uid] = ir::make_buffer(a->buffer->name, Scope::local, a->buffer->dtype,
+                                           shape, a->buffer->kernel_uid, a->buffer->loc);
+  });
+}
+
+ir::Stmt LowerContext::barrier() const {
+  if (plan.warp_specialized)
+    return call("tp::block::named_sync", {Expr(1), Expr(consumer_threads())});
+  return call("tp::block::sync");
+}
+
+const Buffer& LowerContext::reg(const Buffer& frag) const {
+  auto it = regs.find(frag->uid);
+  internal_assert(it != regs.end()) << "no register array for " << frag->name;
+  return it->second;
+}
+
+Expr LowerContext::global_index(const Buffer& b, const std::vector<Expr>& idx) const {
+  internal_assert(static_cast<int>(idx.size()) == b->rank()) << "index rank for " << b->name;
+  Expr flat = idx[0];
+  for (int d = 1; d < b->rank(); ++d) flat = flat * b->shape[d] + idx[d];
+  return flat;
+}
+
+Expr LowerContext::global_in_bounds(const Buffer& b, const std::vector<Expr>& idx) const {
+  Expr ok;
+  for (int d = 0; d < b->rank(); ++d) {
+    Expr c = idx[d] < b->shape[d];
+    if (!(idx[d].as_int() && *idx[d].as_int() >= 0)) c = idx[d] >= 0 && c;
+    ok = ok.defined() ? (ok && c) : c;
+  }
+  return ok;
+}
+
+Expr LowerContext::stage_base(const Buffer& b) const {
+  auto it = stage.find(b->uid);
+  if (it == stage.end()) return Expr(0);
+  return it->second * smem.slot(b).stage_elems;
+}
+
+Expr LowerContext::shared_index(const Buffer& b, const std::vector<Expr>& idx) const {
+  const SharedLayout& l = layouts.shared_layout(b);
+  Expr row, col;
+  if (idx.size() == 2) {
+    row = idx[0];
+    col = idx[1];
+  } else if (idx.size() == 1) {
+    row = Expr(0);
+    col = idx[0];
+  } else {
+    std::vector<int64_t> s = b->const_shape();
+    row = idx[0] * s[1] + idx[1];
+    col = idx[2];
+  }
+  return stage_base(b) + l.offset(row, col);
+}
+
+Expr LowerContext::load(const Buffer& b, const std::vector<Expr>& idx) const {
+  if (b->scope == Scope::global) return ir::Load::make(b, {global_index(b, idx)});
+  if (layouts.in_shared(b)) return ir::Load::make(b, {shared_index(b, idx)});
+  internal_assert(b->scope == Scope::local) << "load of register fragment " << b->name;
+  return ir::Load::make(b, idx);
+}
+
+ir::Stmt LowerContext::store(const Buffer& b, const std::vector<Expr>& idx, const Expr& v) const {
+  if (b->scope == Scope::global) return ir::Store::make(b, {global_index(b, idx)}, v, {});
+  if (layouts.in_shared(b)) return ir::Store::make(b, {shared_index(b, idx)}, v, {});
+  internal_assert(b->scope == Scope::local) << "store to register fragment " << b->name;
+  return ir::Store::make(b, idx, v, {});
+}
+
+Expr LowerContext::reg_load(const Buffer& frag, int r) const {
+  return ir::Load::make(reg(frag), layouts.fragment(frag).reg_index(Expr(r)));
+}
+
+ir::Stmt LowerContext::reg_store(const Buffer& frag, int r, const Expr& v) const {
+  return ir::Store::make(reg(frag), layouts.fragment(frag).reg_index(Expr(r)), v, {});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ir::Stmt call(const std::string& name, std::vector<Expr> args, std::vector<Buffer> buffers) {
+  return ir::Evaluate::make(
+      ir::Intrinsic::make(name, std::move(args), DType::i32, std::move(buffers), false));
+}
+
+Expr call_expr(const std::string& name, std::vector<Expr> args, DType t,
+               std::vector<Buffer> buffers) {
+  return ir::Intrinsic::make(name, std::move(args), t, std::move(buffers), true);
+}
+
+ir::Stmt seq(std::vector<ir::Stmt> s) {
+  std::vector<ir::Stmt> out;
+  for (auto& x : s)
+    if (x.defined()) out.push_back(std::move(x));
+  if (out.size() == 1) return out[0];
+  return ir::Seq::make(std::move(out));
+}
+
+ir::Stmt unrolled_for(const Var& v, int64_t n, ir::Stmt body) {
+  return ir::For::make(v, Expr(0), Expr(n), ir::ForKind::unrolled, 1, std::move(body), {});
+}
+
+ir::Stmt serial_for(const Var& v, Expr min, Expr extent, ir::Stmt body) {
+  return ir::For::make(v, std::move(min), std::move(extent), ir::ForKind::serial, 1,
+                       std::move(body), {});
+}
+
+ir::Stmt if_then(Expr c, ir::Stmt t, ir::Stmt e) {
+  return ir::IfThenElse::make(std::move(c), std::move(t), std::move(e), {});
+}
+
+ir::Stmt strided_for(const LowerContext& cx, int64_t n,
+                     const std::function<ir::Stmt(Expr)>& body) {
+  Var it("it");
+  int64_t T = cx.consumer_threads();
+  int64_t trips = (n + T - 1) / T;
+  Expr e = it * T + cx.tid;
+  ir::Stmt b = body(e);
+  if (n % T != 0) b = if_then(e < n, b);
+  return ir::For::make(it, Expr(0), Expr(trips), trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial,
+                       1, b, {});
+}
+
+namespace {
+class Substitute : public ir::IRMutator {
+public:
+  explicit Substitute(const std::map<uint64_t, Expr>& m) : m_(m) {}
+
+protected:
+  using IRMutator::visit;
+  Expr visit(const ir::Variable* op, const Expr& self) override {
+    auto it = m_.find(op->uid);
+    return it == m_.end() ? self : it->second;
+  }
+
+private:
+  const std::map<uint64_t, Expr>& m_;
+};
+} // namespace
+
+Expr substitute(const Expr& e, const std::map<uint64_t, Expr>& m) { return Substitute(m).mutate(e); }
+ir::Stmt substitute(const ir::Stmt& s, const std::map<uint64_t, Expr>& m) {
+  return Substitute(m).mutate(s);
+}
+
+} // namespace tp::passes

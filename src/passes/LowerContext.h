@@ -1,0 +1,82 @@
+// State shared by the lowering of tile ops into per-thread CUDA-level IR (LowerTileOps.cpp,
+// LowerCopy.cpp, LowerGemm.cpp, LowerReduce.cpp). Lowered IR uses:
+//   - global tensors: Load/Store with one flat, row-major element index;
+//   - shared buffers: Load/Store with one physical element index (layout and stage applied);
+//   - register fragments: new local buffers of regs_per_thread elements, indexed by constants
+//     inside unrolled loops (wgmma accumulators are [slabs, N/2]);
+//   - Evaluate(Intrinsic(...)) for device-library calls, Let for values computed once.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "passes/InferLayouts.h"
+#include "passes/PlanPipeline.h"
+#include "passes/PlanSharedMemory.h"
+#include "passes/Target.h"
+
+namespace tp::passes {
+
+struct LowerContext {
+  const ir::KernelNode& k;
+  const Target& target;
+  const LayoutInfo& layouts;
+  const PipelinePlan& plan;
+  const SmemPlan& smem;
+  Var tid;                              // threadIdx.x
+  std::map<uint64_t, ir::Buffer> regs;  // fragment uid -> its register array
+  std::map<uint64_t, Expr> stage;       // staged buffer uid -> current stage index
+  bool in_consumer = true;
+
+  LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
+               const PipelinePlan& p, const SmemPlan& s);
+
+  int consumer_threads() const { return k.threads; }
+  /// A barrier among the consumer threads (all threads when not warp-specialized).
+  ir::Stmt barrier() const;
+  /// Register array of a register-resident fragment.
+  const ir::Buffer& reg(const ir::Buffer& frag) const;
+  /// Flat index into a global tensor.
+  Expr global_index(const ir::Buffer& b, const std::vector<Expr>& idx) const;
+  /// In-bounds condition of an index into a global tensor.
+  Expr global_in_bounds(const ir::Buffer& b, const std::vector<Expr>& idx) const;
+  /// Physical element index into a shared buffer (shared tile or promoted fragment); idx has the
+  /// buffer's logical rank.
+  Expr shared_index(const ir::Buffer& b, const std::vector<Expr>& idx) const;
+  /// Element offset of a staged buffer's current stage (0 when not staged).
+  Expr stage_base(const ir::Buffer& b) const;
+  /// Load/store of logical element idx of any buffer (registers excluded).
+  Expr load(const ir::Buffer& b, const std::vector<Expr>& idx) const;
+  ir::Stmt store(const ir::Buffer& b, const std::vector<Expr>& idx, const Expr& v) const;
+  /// Register access for wgmma accumulators ([slabs][N/2]) and other fragments ([R]).
+  Expr reg_load(const ir::Buffer& frag, int r) const;
+  ir::Stmt reg_store(const ir::Buffer& frag, int r, const Expr& v) const;
+};
+
+/// Helpers to build lowered statements.
+ir::Stmt call(const std::string& name, std::vector<Expr> args = {},
+              std::vector<ir::Buffer> buffers = {});
+Expr call_expr(const std::string& name, std::vector<Expr> args, DType t,
+               std::vector<ir::Buffer> buffers = {});
+ir::Stmt seq(std::vector<ir::Stmt> s);
+ir::Stmt unrolled_for(const Var& v, int64_t n, ir::Stmt body);
+ir::Stmt serial_for(const Var& v, Expr min, Expr extent, ir::Stmt body);
+ir::Stmt if_then(Expr c, ir::Stmt t, ir::Stmt e = ir::Stmt());
+/// for (e = tid; e < n; e += threads): body(e). A cooperative loop over n work items.
+ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body);
+/// Replaces variables by expressions.
+Expr substitute(const Expr& e, const std::map<uint64_t, Expr>& m);
+ir::Stmt substitute(const ir::Stmt& s, const std::map<uint64_t, Expr>& m);
+
+/// Per-op lowerings (LowerCopy.cpp, LowerGemm.cpp, LowerReduce.cpp).
+ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op);
+ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op);
+ir::Stmt lower_gemm(LowerContext& cx, const ir::Gemm* op);
+ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op);
+/// Element-wise body rewriting shared by parallel loops and copies (LowerTileOps.cpp).
+ir::Stmt lower_element_body(LowerContext& cx, const ir::Stmt& body,
+                            const std::map<uint64_t, int>& reg_index_of_anchor, int anchor_reg);
+
+} // namespace tp::passes

@@ -1,0 +1,160 @@
+// Lowering of copy and fill: register fragments element by element in their layout, memory to
+// memory as a cooperative loop over the box (16-byte vectors global -> shared when aligned),
+// out-of-bounds global reads as zero and out-of-bounds global writes dropped.
+#include "passes/LowerContext.h"
+#include "passes/LowerTileOps.h"
+
+namespace tp::passes {
+
+using ir::Buffer;
+using ir::Scope;
+
+namespace {
+
+std::vector<int> nonunit(const std::vector<int64_t>& ext) {
+  std::vector<int> d;
+  for (size_t i = 0; i < ext.size(); ++i)
+    if (ext[i] != 1) d.push_back(static_cast<int>(i));
+  return d;
+}
+
+/// The full index into region r's buffer of the element at squeezed coordinates `c`.
+std::vector<Expr> place(const LowerContext& cx, const ir::Region& r, const std::vector<Expr>& c) {
+  std::vector<int> nu = nonunit(r.extent);
+  internal_assert(nu.size() == c.size()) << "copy coordinates do not match the box";
+  std::vector<Expr> idx;
+  size_t k = 0;
+  for (size_t d = 0; d < r.extent.size(); ++d) {
+    Expr m = lower_expr(cx, r.min[d]);
+    idx.push_back(r.extent[d] == 1 ? m : m + c[k++]);
+  }
+  return idx;
+}
+
+/// Load of one element of region r (zero when out of bounds of a global tensor).
+Expr read(const LowerContext& cx, const ir::Region& r, const std::vector<Expr>& c) {
+  std::vector<Expr> idx = place(cx, r, c);
+  Expr v = cx.load(r.buffer, idx);
+  if (r.buffer->scope == Scope::global)
+    v = ir::Select::make(cx.global_in_bounds(r.buffer, idx), v, Expr(0.0));
+  return v;
+}
+
+ir::Stmt write(const LowerContext& cx, const ir::Region& r, const std::vector<Expr>& c,
+               const Expr& v) {
+  std::vector<Expr> idx = place(cx, r, c);
+  ir::Stmt s = cx.store(r.buffer, idx, v);
+  if (r.buffer->scope == Scope::global) s = if_then(cx.global_in_bounds(r.buffer, idx), s);
+  return s;
+}
+
+/// Coordinates of a register r of layout l, as the fragment's own (i, j) or (i).
+std::vector<Expr> coords(const LowerContext& cx, const FragmentLayout& l, const Expr& r) {
+  if (l.kind == FragmentLayout::Kind::rows) return {l.row(cx.tid, r)};
+  return {l.row(cx.tid, r), l.col(cx.tid, r)};
+}
+
+/// 16-byte vector copy global -> shared for 16-bit tiles whose rows are whole vectors, with an
+/// element-wise fallback for vectors at the tensor's edge or when the tensor's rows are not
+/// 16-byte aligned.
+ir::Stmt vector_copy(const LowerContext& cx, const ir::Region& src, const ir::Region& dst) {
+  const Buffer& g = src.buffer;
+  std::vector<int64_t> ds = dst.buffer->const_shape();
+  int64_t rows = ds[0], cols = ds[1], per = 16 / dtype_bytes(g->dtype);
+  int64_t vecs = rows * (cols / per);
+  const SharedLayout& sl = cx.layouts.shared_layout(dst.buffer);
+  Expr last = g->shape.back();
+  Expr col0 = lower_expr(cx, src.min.back());
+  Expr aligned = (last % per == 0) && (col0 % per == 0);
+  return strided_for(cx, vecs, [&](Expr v) {
+    Var row("vr"), col("vc");
+    std::vector<Expr> c = {Expr(row), Expr(col)};
+    std::vector<Expr> gidx = place(cx, src, c);
+    std::vector<Expr> gidx_end = gidx;
+    gidx_end.back() = gidx_end.back() + (per - 1);
+    Expr full = aligned && cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
+    Expr saddr = cx.stage_base(dst.buffer) + sl.offset(Expr(row), Expr(col));
+    ir::Stmt fast = call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
+                                            call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
+    Var e("ve");
+    ir::Stmt slow = unrolled_for(e, per, write(cx, dst, {Expr(row), Expr(col) + e},
+                                                read(cx, src, {Expr(row), Expr(col) + e})));
+    ir::Stmt body = if_then(full, fast, slow);
+    body = ir::Let::make(col, (v % (cols / per)) * per, body);
+    return ir::Let::make(row, v / (cols / per), body);
+  });
+}
+
+} // namespace
+
+ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
+  const ir::Region &src = op->src, &dst = op->dst;
+  const Buffer &S = src.buffer, &D = dst.buffer;
+  bool sreg = cx.layouts.in_registers(S), dreg = cx.layouts.in_registers(D);
+  Var r("r");
+  if (sreg && dreg) {
+    const FragmentLayout &ls = cx.layouts.fragment(S), &ld = cx.layouts.fragment(D);
+    if (!ls.same_as(ld))
+      user_error(op->loc) << "copy from fragment '" << S->name << "' (" << ls.str() << ") to '"
+                          << D->name << "' (" << ld.str()
+                          << "): the register layouts differ; copy through a shared tile";
+    return unrolled_for(r, ls.regs_per_thread(),
+                        ir::Store::make(cx.reg(D), ls.reg_index(r),
+                                        ir::Load::make(cx.reg(S), ls.reg_index(r)), {}));
+  }
+  if (sreg) {
+    const FragmentLayout& l = cx.layouts.fragment(S);
+    ir::Stmt s = write(cx, dst, coords(cx, l, r), ir::Load::make(cx.reg(S), l.reg_index(r)));
+    if (l.kind == FragmentLayout::Kind::rows) s = if_then(cx.tid % 4 == 0, s);
+    return unrolled_for(r, l.regs_per_thread(), s);
+  }
+  if (dreg) {
+    const FragmentLayout& l = cx.layouts.fragment(D);
+    return unrolled_for(r, l.regs_per_thread(),
+                        ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
+  }
+  // Memory to memory.
+  std::vector<int64_t> ext;
+  for (int d : nonunit(src.extent)) ext.push_back(src.extent[d]);
+  bool to_shared_tile = D->scope == Scope::shared && S->scope == Scope::global && S->dtype == D->dtype &&
+                        dtype_bytes(S->dtype) == 2 && D->rank() == 2 && dst.extent == D->const_shape() &&
+                        src.extent.back() == D->const_shape()[1] && D->const_shape()[1] % 8 == 0 &&
+                        ext.size() == 2;
+  if (to_shared_tile) return vector_copy(cx, src, dst);
+  int64_t n = 1;
+  for (int64_t e : ext) n *= e;
+  return strided_for(cx, n, [&](Expr e) {
+    std::vector<Expr> c(ext.size());
+    int64_t stride = 1;
+    for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
+      c[d] = (e / stride) % ext[d];
+      stride *= ext[d];
+    }
+    return write(cx, dst, c, read(cx, src, c));
+  });
+}
+
+ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op) {
+  const ir::Region& dst = op->dst;
+  Expr v = lower_expr(cx, op->value);
+  Var r("r");
+  if (cx.layouts.in_registers(dst.buffer)) {
+    const FragmentLayout& l = cx.layouts.fragment(dst.buffer);
+    return unrolled_for(r, l.regs_per_thread(), ir::Store::make(cx.reg(dst.buffer), l.reg_index(r), v, {}));
+  }
+  std::vector<int64_t> ext;
+  for (int d : nonunit(dst.extent)) ext.push_back(dst.extent[d]);
+  int64_t n = 1;
+  for (int64_t e : ext) n *= e;
+  return strided_for(cx, n, [&](Expr e) {
+    std::vector<Expr> c(ext.size());
+    int64_t stride = 1;
+    for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
+      c[d] = (e / stride) % ext[d];
+      stride *= ext[d];
+    }
+    return write(cx, dst, c, v);
+  });
+}
+
+} // namespace tp::passes

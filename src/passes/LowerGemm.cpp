@@ -1,0 +1,138 @@
+// Lowering of gemm: wgmma on sm_90a (A and B from swizzled shared tiles through matrix
+// descriptors, or A from registers in the accumulator layout), plain FMA loops otherwise.
+#include "passes/LowerContext.h"
+#include "passes/LowerTileOps.h"
+
+namespace tp::passes {
+
+using ir::Buffer;
+using ir::Scope;
+
+namespace {
+
+const char* cuda_type(DType t) { return t == DType::bf16 ? "tp::bf16" : "tp::half"; }
+
+/// Shared address (bytes) of element offset `elems` of a shared tile in the current stage.
+Expr smem_addr(const LowerContext& cx, const Buffer& b, const Expr& byte_off) {
+  const SmemPlan::Slot& s = cx.smem.slot(b);
+  auto it = cx.stage.find(b->uid);
+  Expr stage_off = it == cx.stage.end() ? Expr(0) : it->second * s.stage_bytes;
+  return call_expr("tp.smem_addr", {Expr(s.offset) + stage_off + byte_off}, DType::i32);
+}
+
+/// A wgmma descriptor (as an expression) for an operand tile.
+/// `mn_major`: the tile's contiguous dimension is M (or N); else K is contiguous.
+/// `mn0`: first M/N index the operand covers; `k0`: first K index.
+Expr descriptor(const LowerContext& cx, const Buffer& tile, bool mn_major, const Expr& mn0,
+                int64_t k0) {
+  const SharedLayout& l = cx.layouts.shared_layout(tile);
+  internal_assert(l.kind == SharedLayout::Kind::swizzled) << "wgmma operand " << tile->name
+                                                          << " is not swizzled";
+  int sw = l.swizzle_bytes, eb = l.elem_bytes;
+  int64_t cc = l.chunk_cols(), rows = l.rows;
+  int layout_type = sw == 128 ? 1 : sw == 64 ? 2 : 3;
+  Expr off;
+  int64_t lbo, sbo = 8 * sw;
+  if (!mn_major) {
+    // Tile [MN, K]: chunk of K columns, then MN rows of `sw` bytes.
+    off = Expr((k0 / cc) * rows * sw) + mn0 * sw + Expr((k0 % cc) * eb);
+    lbo = 16;
+  } else {
+    // Tile [K, MN]: chunks of MN columns, K rows each.
+    off = (mn0 / cc) * (rows * sw) + Expr(k0 * sw);
+    lbo = rows * sw;
+  }
+  return call_expr("tp::cg::desc<" + std::to_string(layout_type) + ", " + std::to_string(lbo) +
+                       ", " + std::to_string(sbo) + ">",
+                   {smem_addr(cx, tile, off)}, DType::i32);
+}
+
+ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
+  const Buffer &A = op->a.buffer, &B = op->b.buffer, &C = op->c.buffer;
+  const FragmentLayout& lc = cx.layouts.fragment(C);
+  const Buffer& acc = cx.reg(C);
+  int64_t N = lc.N, K = op->trans_a ? op->a.extent[0] : op->a.extent[1];
+  int P = lc.slabs;
+  Expr wg = cx.tid / 128;
+  std::string T = cuda_type(A->dtype);
+  std::vector<ir::Stmt> s;
+  for (int p = 0; p < P; ++p)
+    s.push_back(call("tp::warpgroup::fence_operand", {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+  s.push_back(call("tp::warpgroup::fence"));
+  for (int p = 0; p < P; ++p) {
+    Expr m0 = (wg * P + p) * 64;
+    for (int64_t kk = 0; kk < K / 16; ++kk) {
+      Expr scale = op->clear && kk == 0 ? Expr(0) : Expr(1);
+      Expr db = descriptor(cx, B, !op->trans_b, Expr(0), kk * 16);
+      Expr d = call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc});
+      if (!rs) {
+        Expr da = descriptor(cx, A, op->trans_a, m0, kk * 16);
+        s.push_back(call("tp::cg::wgmma_ss<" + T + ", " + std::to_string(N) + ", " +
+                             std::to_string(op->trans_a ? 1 : 0) + ", " +
+                             std::to_string(op->trans_b ? 0 : 1) + ">",
+                         {d, da, db, scale}));
+      } else {
+        const FragmentLayout& la = cx.layouts.fragment(A);
+        std::vector<Expr> regs;
+        for (int q = 0; q < 8; ++q) {
+          int r = static_cast<int>(p * (la.N / 2) + kk * 8 + q);
+          regs.push_back(call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))},
+                                   A->dtype));
+        }
+        Expr a = call_expr("tp::cg::pack_a", regs, DType::i32);
+        s.push_back(call("tp::cg::wgmma_rs<" + T + ", " + std::to_string(N) + ", " +
+                             std::to_string(op->trans_b ? 0 : 1) + ">",
+                         {d, a, db, scale}));
+      }
+    }
+  }
+  s.push_back(call("tp::warpgroup::commit_group"));
+  s.push_back(call("tp::warpgroup::wait_group<0>"));
+  for (int p = 0; p < P; ++p)
+    s.push_back(call("tp::warpgroup::fence_operand", {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+  return seq(s);
+}
+
+/// C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j] with every operand in shared memory.
+ir::Stmt lower_simt_gemm(LowerContext& cx, const ir::Gemm* op) {
+  for (const ir::Region* r : {&op->a, &op->b, &op->c})
+    if (cx.layouts.in_registers(r->buffer))
+      user_error(op->loc) << "gemm: operand '" << r->buffer->name << "' is in registers ("
+                          << cx.layouts.fragment(r->buffer).str()
+                          << ") but this gemm runs as a plain loop over shared memory on "
+                          << cx.target.arch << "; use shared tiles for its operands";
+  std::vector<int64_t> cs = op->c.extent;
+  int64_t M = cs[0], N = cs[1];
+  int64_t K = op->trans_a ? op->a.extent[0] : op->a.extent[1];
+  Buffer acc = ir::make_buffer("acc", Scope::local, DType::f32, {Expr(1)}, 0, op->loc);
+  auto at = [&](const ir::Region& r, Expr x, Expr y) {
+    std::vector<Expr> idx = {lower_expr(cx, r.min[0]) + x, lower_expr(cx, r.min[1]) + y};
+    return cx.load(r.buffer, idx);
+  };
+  return strided_for(cx, M * N, [&](Expr e) {
+    Var i("gi"), j("gj"), k("gk");
+    Expr a = op->trans_a ? at(op->a, k, i) : at(op->a, i, k);
+    Expr b = op->trans_b ? at(op->b, j, k) : at(op->b, k, j);
+    Expr c0 = op->clear ? Expr(0.0) : at(op->c, i, j);
+    std::vector<Expr> cidx = {lower_expr(cx, op->c.min[0]) + Expr(i), lower_expr(cx, op->c.min[1]) + Expr(j)};
+    ir::Stmt body = seq({ir::Allocate::make(acc, {}), ir::Store::make(acc, {Expr(0)}, c0, {}),
+                         serial_for(k, Expr(0), Expr(K),
+                                    ir::Store::make(acc, {Expr(0)}, ir::Load::make(acc, {Expr(0)}) + a * b, {})),
+                         cx.store(op->c.buffer, cidx, ir::Load::make(acc, {Expr(0)}))});
+    return ir::Let::make(i, e / N, ir::Let::make(j, e % N, body));
+  });
+}
+
+} // namespace
+
+ir::Stmt lower_gemm(LowerContext& cx, const ir::Gemm* op) {
+  switch (cx.layouts.gemms.at(op)) {
+  case GemmKind::wgmma_ss: return lower_wgmma(cx, op, false);
+  case GemmKind::wgmma_rs: return lower_wgmma(cx, op, true);
+  case GemmKind::mma:
+  case GemmKind::simt: return lower_simt_gemm(cx, op);
+  }
+  return ir::Stmt();
+}
+
+} // namespace tp::passes

@@ -1,0 +1,120 @@
+// Lowering of reduce: a register accumulator's rows are folded per thread, then across the
+// four lanes of a quad that share a row (shuffle-xor 1 and 2); other operands in shared memory
+// are folded by the threads that own each output element.
+#include <cmath>
+
+#include "passes/LowerContext.h"
+#include "passes/LowerTileOps.h"
+
+namespace tp::passes {
+
+using ir::Buffer;
+using ir::Scope;
+
+namespace {
+
+Expr identity(ir::ReduceOp op) {
+  switch (op) {
+  case ir::ReduceOp::max: return ir::FloatImm::make(-INFINITY);
+  case ir::ReduceOp::min: return ir::FloatImm::make(INFINITY);
+  default: return Expr(0.0);
+  }
+}
+
+Expr combine(ir::ReduceOp op, const Expr& a, const Expr& b) {
+  switch (op) {
+  case ir::ReduceOp::max: return max(a, b);
+  case ir::ReduceOp::min: return min(a, b);
+  case ir::ReduceOp::sum: return a + b;
+  case ir::ReduceOp::absmax: return max(abs(a), abs(b));
+  }
+  return a;
+}
+
+} // namespace
+
+ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
+  const Buffer &src = op->src, &dst = op->dst;
+  Var r("r"), q("q"), j("rj");
+  if (cx.layouts.in_registers(src)) {
+    const FragmentLayout& ls = cx.layouts.fragment(src);
+    if (op->dim != 1 || ls.kind == FragmentLayout::Kind::rows || !ls.rows_within_quad())
+      user_error(op->loc) << "reduce of register fragment '" << src->name << "' (" << ls.str()
+                          << ") along dim " << op->dim
+                          << " is not supported; reduce along dim 1 (rows), or copy it to a "
+                             "shared tile first";
+    FragmentLayout rows = ls.rows();
+    int Q = rows.regs_per_thread();
+    Buffer tmp = ir::make_buffer(src->name + "_red", Scope::local, DType::f32, {Expr(Q)}, 0, op->loc);
+    std::vector<ir::Stmt> s;
+    s.push_back(ir::Allocate::make(tmp, {}));
+    s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, identity(op->op), {})));
+    Expr rq = ls.rows_reg(r);
+    s.push_back(unrolled_for(r, ls.regs_per_thread(),
+                             ir::Store::make(tmp, {rq},
+                                             combine(op->op, ir::Load::make(tmp, {rq}),
+                                                     ir::Load::make(cx.reg(src), ls.reg_index(r))),
+                                             {})));
+    for (int lane_mask : {1, 2}) {
+      Expr t = ir::Load::make(tmp, {Expr(q)});
+      Expr other = call_expr("tp::warp::shfl_xor", {t, Expr(lane_mask)}, DType::f32);
+      s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, combine(op->op, t, other), {})));
+    }
+    Expr t = ir::Load::make(tmp, {Expr(q)});
+    if (cx.layouts.in_registers(dst)) {
+      const FragmentLayout& ld = cx.layouts.fragment(dst);
+      Expr prev = ir::Load::make(cx.reg(dst), ld.reg_index(q));
+      s.push_back(unrolled_for(q, Q, ir::Store::make(cx.reg(dst), ld.reg_index(q),
+                                                      op->clear ? t : combine(op->op, prev, t), {})));
+    } else {
+      Expr i = rows.row(cx.tid, q);
+      Expr prev = cx.load(dst, {i});
+      s.push_back(unrolled_for(
+          q, Q, if_then(cx.tid % 4 == 0, cx.store(dst, {i}, op->clear ? t : combine(op->op, prev, t)))));
+    }
+    return seq(s);
+  }
+  // Source in shared memory: each output element folded by one thread.
+  std::vector<int64_t> ss = src->const_shape();
+  int64_t n = ss[op->dim];
+  auto fold = [&](const std::vector<Expr>& out_idx) {
+    Buffer acc = ir::make_buffer("racc", Scope::local, DType::f32, {Expr(1)}, 0, op->loc);
+    std::vector<Expr> sidx = out_idx;
+    sidx.insert(sidx.begin() + op->dim, Expr(j));
+    if (ss.size() == 1) sidx = {Expr(j)};
+    Expr a = ir::Load::make(acc, {Expr(0)});
+    return std::pair{acc, seq({ir::Allocate::make(acc, {}), ir::Store::make(acc, {Expr(0)}, identity(op->op), {}),
+                               serial_for(j, Expr(0), Expr(n),
+                                          ir::Store::make(acc, {Expr(0)}, combine(op->op, a, cx.load(src, sidx)), {}))})};
+  };
+  if (cx.layouts.in_registers(dst)) {
+    const FragmentLayout& ld = cx.layouts.fragment(dst);
+    if (ld.kind != FragmentLayout::Kind::rows)
+      user_error(op->loc) << "reduce into register fragment '" << dst->name << "' (" << ld.str()
+                          << ") from a shared tile is not supported";
+    auto [acc, body] = fold({ld.row(cx.tid, q)});
+    Expr res = ir::Load::make(acc, {Expr(0)});
+    Expr prev = ir::Load::make(cx.reg(dst), ld.reg_index(q));
+    return unrolled_for(q, ld.regs_per_thread(),
+                        seq({body, ir::Store::make(cx.reg(dst), ld.reg_index(q),
+                                                   op->clear ? res : combine(op->op, prev, res), {})}));
+  }
+  std::vector<int64_t> ds = dst->const_shape();
+  int64_t total = 1;
+  for (int64_t e : ds) total *= e;
+  return strided_for(cx, total, [&](Expr e) {
+    std::vector<Expr> idx(ds.size());
+    int64_t stride = 1;
+    for (int d = static_cast<int>(ds.size()) - 1; d >= 0; --d) {
+      idx[d] = (e / stride) % ds[d];
+      stride *= ds[d];
+    }
+    std::vector<Expr> out_idx = ss.size() == 1 ? std::vector<Expr>{} : idx;
+    auto [acc, body] = fold(out_idx);
+    Expr res = ir::Load::make(acc, {Expr(0)});
+    Expr prev = cx.load(dst, idx);
+    return seq({body, cx.store(dst, idx, op->clear ? res : combine(op->op, prev, res))});
+  });
+}
+
+} // namespace tp::passes

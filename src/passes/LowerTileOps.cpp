@@ -1,0 +1,314 @@
+// The lowering driver: element accesses, parallel loops, control flow and the
+// warp-specialized pipeline. Tile ops are lowered in LowerCopy/LowerGemm/LowerReduce.cpp.
+#include "passes/LowerTileOps.h"
+
+#include "ir/IRVisitor.h"
+
+namespace tp::passes {
+
+using ir::Buffer;
+using ir::Scope;
+
+namespace {
+
+bool is_var(const Expr& e, const Var& v) {
+  const auto* a = ir::as<ir::Variable>(e);
+  return a && a->uid == ir::as<ir::Variable>(v)->uid;
+}
+
+/// How register fragments are addressed inside a parallel loop anchored on a register layout.
+struct RegisterView {
+  std::vector<Var> vars; // the loop's variables
+  Expr r;                // the anchor register (loop variable of the unrolled register loop)
+  Expr rows_r;           // the register of the anchor's row (2-d anchors only)
+  bool rows_anchor = false;
+};
+
+/// Lowers element accesses: global/shared to flat indices, register fragments through a view.
+class AccessLowering : public ir::IRMutator {
+public:
+  AccessLowering(const LowerContext& cx, const RegisterView* view) : cx_(cx), view_(view) {}
+
+protected:
+  using IRMutator::visit;
+
+  /// The register index of a fragment access, or a user error.
+  std::vector<Expr> reg_index(const Buffer& b, const std::vector<Expr>& idx, const SourceLoc& loc) {
+    const FragmentLayout& l = cx_.layouts.fragment(b);
+    if (!view_)
+      user_error(loc) << "fragment '" << b->name << "' (in registers, " << l.str()
+                      << ") is accessed outside a parallel loop over its layout";
+    bool rows = l.kind == FragmentLayout::Kind::rows;
+    bool full = idx.size() == view_->vars.size();
+    for (size_t d = 0; full && d < idx.size(); ++d) full = is_var(idx[d], view_->vars[d]);
+    if (full && (rows == view_->rows_anchor)) return l.reg_index(view_->r);
+    if (rows && !view_->rows_anchor && idx.size() == 1 && is_var(idx[0], view_->vars[0]))
+      return l.reg_index(view_->rows_r);
+    user_error(loc) << "fragment '" << b->name << "' (" << l.str()
+                    << ") is indexed in a way its register layout cannot serve in this parallel "
+                       "loop; index it by the loop's variables in order, or copy it to a shared tile";
+    return {};
+  }
+
+  Expr visit(const ir::Load* op, const Expr&) override {
+    std::vector<Expr> idx;
+    for (const Expr& i : op->indices) idx.push_back(mutate(i));
+    const Buffer& b = op->buffer;
+    if (cx_.layouts.in_registers(b)) return ir::Load::make(cx_.reg(b), reg_index(b, idx, loc_));
+    return cx_.load(b, idx);
+  }
+
+  ir::Stmt visit(const ir::Store* op, const ir::Stmt&) override {
+    if (op->loc.known()) loc_ = op->loc;
+    std::vector<Expr> idx;
+    for (const Expr& i : op->indices) idx.push_back(mutate(i));
+    Expr v = mutate(op->value);
+    const Buffer& b = op->buffer;
+    if (cx_.layouts.in_registers(b))
+      return ir::Store::make(cx_.reg(b), reg_index(b, idx, op->loc), v, op->loc);
+    ir::Stmt s = cx_.store(b, idx, v);
+    // A row-anchored loop runs once per thread of a row's quad: write memory from one of them.
+    if (view_ && view_->rows_anchor) s = if_then(cx_.tid % 4 == 0, s);
+    return s;
+  }
+
+  ir::Stmt visit(const ir::AtomicAdd* op, const ir::Stmt&) override {
+    std::vector<Expr> idx;
+    for (const Expr& i : op->indices) idx.push_back(mutate(i));
+    Expr v = mutate(op->value);
+    const Buffer& b = op->buffer;
+    Expr flat = b->scope == Scope::global ? cx_.global_index(b, idx) : cx_.shared_index(b, idx);
+    if (b->dtype != DType::f32 && b->dtype != DType::i32)
+      user_error(op->loc) << "atomic_add to '" << b->name << "': the CUDA backend supports f32 "
+                          << "and i32 atomics; accumulate into an f32 tensor";
+    ir::Stmt s = call("tp.atomic_add", {flat, v}, {b});
+    if (view_ && view_->rows_anchor) s = if_then(cx_.tid % 4 == 0, s);
+    return s;
+  }
+
+  const LowerContext& cx_;
+  const RegisterView* view_;
+  SourceLoc loc_;
+};
+
+/// Fragment accesses of a parallel body: the register-resident anchor, if any.
+class FindAnchor : public ir::IRVisitor {
+public:
+  FindAnchor(const LowerContext& cx, const ir::Parallel* p) : cx_(cx), p_(p) {}
+  Buffer anchor, any_register;
+
+public:
+  using IRVisitor::visit;
+
+protected:
+  void look(const Buffer& b, const std::vector<Expr>& idx) {
+    if (!cx_.layouts.in_registers(b)) return;
+    if (!any_register) any_register = b;
+    bool full = idx.size() == p_->vars.size();
+    for (size_t d = 0; full && d < idx.size(); ++d) full = is_var(idx[d], p_->vars[d]);
+    if (full && !anchor) anchor = b;
+  }
+  void visit(const ir::Load* op) override {
+    look(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Store* op) override {
+    look(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+
+private:
+  const LowerContext& cx_;
+  const ir::Parallel* p_;
+};
+
+class TileLowering : public AccessLowering {
+public:
+  explicit TileLowering(LowerContext& cx) : AccessLowering(cx, nullptr), cxm_(cx) {}
+
+  ir::Stmt lower_parallel(const ir::Parallel* p) {
+    FindAnchor fa(cx_, p);
+    fa.visit(p->body);
+    if (fa.anchor) {
+      const FragmentLayout& l = cx_.layouts.fragment(fa.anchor);
+      RegisterView view;
+      view.vars = p->vars;
+      Var r("r");
+      view.r = r;
+      view.rows_anchor = l.kind == FragmentLayout::Kind::rows;
+      if (!view.rows_anchor) view.rows_r = l.rows_reg(r);
+      ir::Stmt body = AccessLowering(cx_, &view).mutate(p->body);
+      if (view.rows_anchor) {
+        body = ir::Let::make(p->vars[0], l.row(cx_.tid, r), body);
+      } else {
+        body = ir::Let::make(p->vars[1], l.col(cx_.tid, r), body);
+        body = ir::Let::make(p->vars[0], l.row(cx_.tid, r), body);
+      }
+      return unrolled_for(r, l.regs_per_thread(), body);
+    }
+    if (fa.any_register)
+      user_error(p->loc) << "parallel loop uses register fragment '" << fa.any_register->name
+                         << "' but no fragment in it is indexed by all of the loop's variables; "
+                            "the loop has no register layout to follow";
+    // No register fragment: spread the iterations over the consumer threads.
+    int64_t n = 1;
+    for (int64_t e : p->extents) n *= e;
+    ir::Stmt body = mutate(p->body);
+    return strided_for(cx_, n, [&](Expr e) {
+      ir::Stmt b = body;
+      std::vector<Expr> vals(p->vars.size());
+      int64_t stride = 1;
+      for (int d = static_cast<int>(p->vars.size()) - 1; d >= 0; --d) {
+        vals[d] = (e / stride) % p->extents[d];
+        stride *= p->extents[d];
+      }
+      for (int d = static_cast<int>(p->vars.size()) - 1; d >= 0; --d)
+        b = ir::Let::make(p->vars[d], vals[d], b);
+      return b;
+    });
+  }
+
+protected:
+  using AccessLowering::visit;
+
+  ir::Stmt visit(const ir::Allocate* op, const ir::Stmt& self) override {
+    const Buffer& b = op->buffer;
+    if (cx_.layouts.in_registers(b)) return ir::Allocate::make(cx_.reg(b), op->loc);
+    if (cx_.layouts.in_shared(b)) return ir::Stmt(); // placed by PlanSharedMemory
+    return self;                                      // a local tile
+  }
+  ir::Stmt visit(const ir::Copy* op, const ir::Stmt&) override { return lower_copy(cxm_, op); }
+  ir::Stmt visit(const ir::Fill* op, const ir::Stmt&) override { return lower_fill(cxm_, op); }
+  ir::Stmt visit(const ir::Gemm* op, const ir::Stmt&) override { return lower_gemm(cxm_, op); }
+  ir::Stmt visit(const ir::Reduce* op, const ir::Stmt&) override { return lower_reduce(cxm_, op); }
+  ir::Stmt visit(const ir::Parallel* op, const ir::Stmt&) override { return lower_parallel(op); }
+  ir::Stmt visit(const ir::For* op, const ir::Stmt&) override {
+    Expr mn = mutate(op->min), ext = mutate(op->extent);
+    ir::ForKind k = op->for_kind == ir::ForKind::pipelined ? ir::ForKind::serial : op->for_kind;
+    return ir::For::make(op->var, mn, ext, k, 1, mutate(op->body), op->loc);
+  }
+  ir::Stmt visit(const ir::Evaluate* op, const ir::Stmt& self) override {
+    if (const auto* i = ir::as<ir::Intrinsic>(op->value); i && i->name == "tp.barrier")
+      return cx_.barrier();
+    return self;
+  }
+  ir::Stmt visit(const ir::Print* op, const ir::Stmt&) override {
+    if (op->tile)
+      user_error(op->loc) << "print of a whole tile is supported by the CPU interpreter only; "
+                             "print elements inside a parallel loop instead";
+    return if_then(cx_.tid == 0, call("tp.print", {mutate(op->value)}, {}));
+  }
+
+  LowerContext& cxm_;
+};
+
+/// Byte address of pipeline barrier `i` (full: 0..S-1, empty: S..2S-1, prologue: 2S).
+Expr bar_addr(const LowerContext& cx, const Expr& i) {
+  return call_expr("tp.smem_addr", {Expr(cx.smem.barrier_offset) + i * 8}, DType::i32);
+}
+
+/// The TMA instructions of one load into stage `stage` on barrier `bar`.
+ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Expr& stage,
+                   const Expr& bar) {
+  const ir::Copy* c = l.copy;
+  const Buffer& dst = c->dst.buffer;
+  const SmemPlan::Slot& slot = cx.smem.slot(dst);
+  std::vector<int64_t> ds = dst->const_shape();
+  int eb = dtype_bytes(dst->dtype);
+  int64_t inner = l.box[0];
+  std::vector<ir::Stmt> out;
+  int rank = c->src.buffer->rank();
+  for (int64_t j = 0; j < l.boxes; ++j) {
+    Expr addr = call_expr("tp.smem_addr",
+                          {Expr(slot.offset) + stage * slot.stage_bytes + Expr(j * ds[0] * inner * eb)},
+                          DType::i32);
+    std::vector<Expr> args = {addr, call_expr("tp.tmap", {Expr(index)}, DType::i32), bar};
+    args.push_back(lower_expr(cx, c->src.min[rank - 1]) + Expr(j * inner));
+    for (int d = rank - 2; d >= 0; --d) args.push_back(lower_expr(cx, c->src.min[d]));
+    out.push_back(call("tp::sm90::tma_load_" + std::to_string(rank) + "d", args));
+  }
+  return seq(out);
+}
+
+ir::Stmt lower_warp_specialized(LowerContext& cx) {
+  const PipelinePlan& plan = cx.plan;
+  const auto* body = ir::as<ir::Seq>(cx.k.body);
+  const int S = plan.stages, T = cx.consumer_threads();
+  std::map<const ir::Copy*, int> load_index;
+  for (size_t i = 0; i < plan.loads.size(); ++i) load_index[plan.loads[i].copy] = static_cast<int>(i);
+
+  // Producer: one elected thread issues the prologue loads, then the loop's loads.
+  std::vector<ir::Stmt> prologue;
+  int64_t pro_bytes = 0;
+  for (const TmaLoad& l : plan.loads)
+    if (!l.in_loop) pro_bytes += l.bytes;
+  if (pro_bytes > 0) {
+    prologue.push_back(call("tp::sm90::mbarrier_arrive_expect_tx",
+                            {bar_addr(cx, Expr(2 * S)), Expr(pro_bytes)}));
+    for (const TmaLoad& l : plan.loads)
+      if (!l.in_loop)
+        prologue.push_back(issue_tma(cx, l, load_index[l.copy], Expr(0), bar_addr(cx, Expr(2 * S))));
+  }
+  Var k = plan.loop->var;
+  Var stage("stage"), phase("phase");
+  int64_t stage_bytes = 0;
+  std::vector<ir::Stmt> loads;
+  for (const TmaLoad& l : plan.loads)
+    if (l.in_loop) {
+      stage_bytes += l.bytes;
+      loads.push_back(issue_tma(cx, l, load_index[l.copy], stage, bar_addr(cx, stage)));
+    }
+  ir::Stmt producer_iter = seq({
+      call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
+      call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
+      seq(loads)});
+  producer_iter = ir::Let::make(phase, (k / S) % 2, producer_iter);
+  producer_iter = ir::Let::make(stage, k % S, producer_iter);
+  Expr n = lower_expr(cx, plan.loop->extent);
+  ir::Stmt producer = seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
+                           if_then(cx.tid == T, seq({seq(prologue),
+                                                     serial_for(k, Expr(0), n, producer_iter)}))});
+
+  // Consumer: the kernel body without the producer's copies; the loop waits for full stages
+  // and frees them when its iteration is done.
+  TileLowering lower(cx);
+  std::vector<ir::Stmt> consumer;
+  consumer.push_back(call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">"));
+  if (pro_bytes > 0)
+    consumer.push_back(call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, Expr(2 * S)), Expr(0)}));
+  for (const ir::Stmt& s : body->stmts) {
+    if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
+    if (s.get() != static_cast<const ir::StmtNode*>(plan.loop)) {
+      consumer.push_back(lower.mutate(s));
+      continue;
+    }
+    for (uint64_t uid : plan.staged) cx.stage[uid] = stage;
+    std::vector<ir::Stmt> iter = {
+        call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
+    const auto* lb = ir::as<ir::Seq>(plan.loop->body);
+    for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body}) {
+      if (const auto* c = ir::as<ir::Copy>(b); c && plan.load_for(c)) continue;
+      iter.push_back(lower.mutate(b));
+    }
+    iter.push_back(call("tp::cg::warp_arrive", {bar_addr(cx, stage + S)}));
+    ir::Stmt it = ir::Let::make(stage, k % S, ir::Let::make(phase, (k / S) % 2, seq(iter)));
+    consumer.push_back(serial_for(k, Expr(0), n, it));
+    cx.stage.clear();
+  }
+  int consumer_warps = T / 32;
+  return seq({if_then(cx.tid == 0, call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
+                                        {bar_addr(cx, Expr(0)), Expr(consumer_warps)})),
+              call("tp::block::sync"),
+              if_then(cx.tid >= T, producer, seq(consumer))});
+}
+
+} // namespace
+
+Expr lower_expr(const LowerContext& cx, const Expr& e) { return AccessLowering(cx, nullptr).mutate(e); }
+
+ir::Stmt lower_tile_ops(LowerContext& cx) {
+  if (cx.plan.warp_specialized) return lower_warp_specialized(cx);
+  return TileLowering(cx).mutate(cx.k.body);
+}
+
+} // namespace tp::passes

@@ -1,0 +1,42 @@
+// Decides how a kernel's pipelined loop runs on sm_90a: warp-specialized, with a producer
+// warpgroup that issues TMA loads into `stages` shared-memory buffers guarded by full/empty
+// mbarriers, and the kernel's own threads as consumers. Copies from global to shared before the
+// loop that feed it (e.g. attention's Q tile) are issued by the producer too. When the kernel
+// does not fit (no TMA-able copies, several pipelined loops, the target has no TMA) the plan
+// says why and the loop runs with plain cooperative copies.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+#include "passes/InferLayouts.h"
+#include "passes/Target.h"
+
+namespace tp::passes {
+
+/// One TMA load: a global->shared copy, split into boxes of at most one swizzle row wide.
+struct TmaLoad {
+  const ir::Copy* copy = nullptr;
+  int param = -1;                 // kernel parameter index of the global tensor
+  std::vector<int64_t> box;       // box extents, innermost (contiguous) dimension first
+  int swizzle_bytes = 0;          // 0 (none), 32, 64, 128
+  int64_t boxes = 1;              // boxes per copy (column chunks of the shared tile)
+  int64_t bytes = 0;              // bytes the whole copy lands
+  bool in_loop = false;           // staged inside the pipelined loop, or before it
+};
+
+struct PipelinePlan {
+  bool warp_specialized = false;
+  std::string reason;             // why not, when not
+  const ir::For* loop = nullptr;
+  int stages = 1;
+  std::vector<TmaLoad> loads;     // loop loads, then prologue loads
+  std::set<uint64_t> staged;      // shared buffers with one copy per stage
+  int producer_threads() const { return warp_specialized ? 128 : 0; }
+  const TmaLoad* load_for(const ir::Copy* c) const;
+};
+
+PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t);
+
+} // namespace tp::passes

@@ -1,0 +1,83 @@
+// Shared-memory placement with scope-based reuse.
+#include "passes/PlanSharedMemory.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ir/IRVisitor.h"
+
+namespace tp::passes {
+
+const SmemPlan::Slot& SmemPlan::slot(const ir::Buffer& b) const {
+  auto it = slots.find(b->uid);
+  internal_assert(it != slots.end()) << "shared buffer " << b->name << " was not placed";
+  return it->second;
+}
+
+namespace {
+
+int64_t align(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+/// Walks scopes; a buffer's space is free again when its enclosing Seq ends.
+class Placer : public ir::IRVisitor {
+public:
+  Placer(const LayoutInfo& l, const PipelinePlan& p, SmemPlan& out) : l_(l), p_(p), out_(out) {}
+  int64_t high = 0;
+
+public:
+  using IRVisitor::visit;
+
+protected:
+  void visit(const ir::Seq* op) override {
+    int64_t saved = top_;
+    for (const ir::Stmt& s : op->stmts) visit(s);
+    top_ = saved; // everything allocated in this scope is dead now
+  }
+  void visit(const ir::Allocate* op) override {
+    const ir::Buffer& b = op->buffer;
+    if (!l_.in_shared(b)) return;
+    SmemPlan::Slot s;
+    s.stages = p_.staged.count(b->uid) ? p_.stages : 1;
+    s.stage_elems = l_.shared_layout(b).size_elems();
+    s.stage_bytes = align(s.stage_elems * dtype_bytes(b->dtype), 1024);
+    s.offset = align(top_, 1024);
+    top_ = s.offset + s.stage_bytes * s.stages;
+    high = std::max(high, top_);
+    out_.slots[b->uid] = s;
+  }
+
+private:
+  const LayoutInfo& l_;
+  const PipelinePlan& p_;
+  SmemPlan& out_;
+  int64_t top_ = 0;
+};
+
+} // namespace
+
+SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
+                            const PipelinePlan& plan, const Target& t) {
+  SmemPlan out;
+  Placer placer(layouts, plan, out);
+  placer.visit(k.body);
+  out.barrier_offset = align(placer.high, 8);
+  out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 : 0;
+  out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
+  int64_t limit = k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
+  if (out.total_bytes > limit) {
+    std::ostringstream os;
+    ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+      if (const auto* a = ir::as<ir::Allocate>(s); a && out.slots.count(a->buffer->uid)) {
+        const auto& sl = out.slots.at(a->buffer->uid);
+        os << " '" << a->buffer->name << "' " << sl.stage_elems * dtype_bytes(a->buffer->dtype)
+           << " B x " << sl.stages << (sl.stages > 1 ? " stages" : " stage") << ";";
+      }
+    });
+    user_error(k.loc) << "kernel '" << k.name << "' needs " << out.total_bytes
+                      << " bytes of shared memory on " << t.arch << ", over the limit of " << limit
+                      << " bytes:" << os.str() << " use smaller tiles or fewer stages";
+  }
+  return out;
+}
+
+} // namespace tp::passes

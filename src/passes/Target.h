@@ -1,0 +1,24 @@
+// The CUDA target a kernel is lowered for, and the features lowering may use.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tp::passes {
+
+struct Target {
+  std::string arch = "sm_90a"; // "sm_90a" or "sm_80"
+  /// TMA needs every TMA-loaded tensor's row pitch to be a multiple of 16 bytes; launch picks a
+  /// variant compiled without TMA when a problem's shapes break that (see codegen/cuda).
+  bool allow_tma = true;
+
+  bool sm90() const { return arch == "sm_90a"; }
+  bool wgmma() const { return sm90(); }
+  bool tma() const { return sm90() && allow_tma; }
+  /// Largest dynamic shared memory a block may opt into, in bytes.
+  int64_t smem_limit() const { return sm90() ? 232448 : 166912; }
+  std::string str() const { return arch + (sm90() && !allow_tma ? "-notma" : ""); }
+  /// "sm_90a" | "sm_80"; user error naming the choices otherwise.
+  static Target parse(const std::string& arch);
+};
+
+} // namespace tp::passes
