@@ -41,12 +41,15 @@ std::string stage_decision(PilotRun& r) {
   r.run_stage("decision", [&](nlohmann::json& d) -> std::string {
     std::vector<std::string> no, missing, yes;
     const StageRecord* corr = r.stage("correctness");
-    if (corr->failed()) {
-      std::string what = corr->data.contains("repro")
-                             ? corr->data["repro"]["failure"].value("shape", "") +
-                                   " (reproducer: " + corr->data["repro"].value("dir", "") + ")"
-                             : corr->data.value("error", std::string("see the correctness stage"));
-      no.push_back("correctness failed: " + what);
+    if (corr->failed() && corr->data.contains("repro")) {
+      const nlohmann::json& c = corr->data;
+      no.push_back("correctness failed on " + std::to_string(c["summary"].value("failed", 0)) +
+                   " of " + std::to_string(c["summary"].value("cases", 0)) +
+                   " cases; the cheapest, " + c.value("shrunk_case", "") + ", shrinks to " +
+                   c["repro"]["failure"].value("shape", "") +
+                   " (reproducer: " + c["repro"].value("dir", "") + ")");
+    } else if (corr->failed()) {
+      no.push_back("correctness failed: " + corr->data.value("error", std::string("(no detail)")));
     } else if (corr->passed()) {
       yes.push_back("correctness passed on " + std::to_string(r.cases.size()) + " cases");
     }

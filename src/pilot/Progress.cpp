@@ -18,13 +18,12 @@ bool Progress::stderr_is_tty() {
 
 void Progress::stage(const std::string& name) {
   done();
-  stage_ = name;
+  stage_ = name; // drawn with its first step: quick stages leave no line behind
   start_ = std::chrono::steady_clock::now();
-  draw("");
 }
 
-void Progress::step(int i, int n, const std::string& what) {
-  draw("case " + std::to_string(i) + "/" + std::to_string(n) + " " + what);
+void Progress::step(int i, int n, const std::string& what, const std::string& unit) {
+  draw(unit + " " + std::to_string(i) + "/" + std::to_string(n) + " " + what);
 }
 
 void Progress::draw(const std::string& text) {

@@ -13,7 +13,8 @@ public:
   /// True when stderr is a terminal.
   static bool stderr_is_tty();
   void stage(const std::string& name);
-  void step(int i, int n, const std::string& what);
+  /// "<unit> i/n <what>", e.g. "case 3/12 gemm M=4096,...".
+  void step(int i, int n, const std::string& what, const std::string& unit = "case");
   /// Ends the current line.
   void done();
 

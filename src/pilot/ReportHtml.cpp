@@ -69,7 +69,7 @@ std::string error_plot(const json& report) {
     s.values.push_back(val(x, "max_abs_err"));
     c.threshold = val(x, "atol");
   }
-  c.threshold_label = "atol";
+  c.threshold_label = "atol (each element may also use rtol |ref|)";
   c.series = {s};
   return svg::render(c);
 }

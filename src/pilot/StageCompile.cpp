@@ -65,7 +65,7 @@ void stage_compile(PilotRun& r) {
     d["kernels"] = nlohmann::json::array();
     int i = 0;
     for (const DistinctKernel& k : ks) {
-      r.progress.step(++i, static_cast<int>(ks.size()), k.name);
+      r.progress.step(++i, static_cast<int>(ks.size()), k.name, "kernel");
       nlohmann::json j = kernel_json(k);
       if (timed) {
         CompileTiming t = b.compile_timing(*r.op, k.first->problem, k.config, r.spec.device);

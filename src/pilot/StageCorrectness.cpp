@@ -84,13 +84,13 @@ void stage_correctness(PilotRun& r) {
     for (const Case& c : r.cases)
       if (!r.checks[c.index].passed && (!worst || op.flops(c.problem) < op.flops(worst->problem)))
         worst = &c;
-    d["first_failure"] = worst->label;
+    d["shrunk_case"] = worst->label; // the cheapest failing case
     r.progress.stage("correctness: shrinking");
     int attempt = 0;
     ShrinkResult s = shrink_failure(
         op, worst->problem, r.checks[worst->index],
         [&](const ops::Problem& p) {
-          r.progress.step(++attempt, r.opt.shrink_attempts, p.shape_str());
+          r.progress.step(++attempt, r.opt.shrink_attempts, p.shape_str(), "attempt");
           ops::Config cfg = pinned_config(op, p, r.spec.device, r.spec.config);
           return run_case(repro_case(r, p, cfg, worst->seed), r.opt.backends);
         },

@@ -3,19 +3,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace tp::pilot::svg {
 
 namespace {
 
-constexpr double kW = 760, kH = 320, kLeft = 70, kRight = 20, kTop = 40, kBottom = 90;
+constexpr double kW = 760, kH = 350, kLeft = 70, kRight = 20, kTop = 52, kBottom = 110;
+constexpr size_t kLabelChars = 26; // longer labels are cut; the full text is the tooltip
 
 std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(3);
-  os << v;
-  return os.str();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v); // 1000, not 1e+03
+  return buf;
 }
 
 } // namespace
@@ -44,13 +45,24 @@ std::string escape(const std::string& s) {
 }
 
 std::string not_run(const std::string& title, const std::string& reason) {
+  // Wrap the reason at spaces: SVG text does not wrap by itself.
+  std::vector<std::string> lines(1);
+  std::istringstream words(reason);
+  for (std::string w; words >> w;) {
+    if (!lines.back().empty() && lines.back().size() + w.size() > 95) lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : " ") + w;
+  }
+  double h = 60 + 18 * static_cast<double>(lines.size());
   std::ostringstream os;
-  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"120\">"
-     << "<rect x=\"0.5\" y=\"0.5\" width=\"" << kW - 1
-     << "\" height=\"119\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << h
+     << "\" font-family=\"sans-serif\"><rect x=\"0.5\" y=\"0.5\" width=\"" << kW - 1
+     << "\" height=\"" << h - 1 << "\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
      << "<text x=\"16\" y=\"28\" font-size=\"15\" font-weight=\"bold\">" << escape(title)
-     << "</text><text x=\"16\" y=\"66\" font-size=\"13\" fill=\"#a33\">" << escape(reason)
-     << "</text></svg>";
+     << "</text>";
+  for (size_t i = 0; i < lines.size(); ++i)
+    os << "<text x=\"16\" y=\"" << 56 + 18 * static_cast<double>(i)
+       << "\" font-size=\"13\" fill=\"#a33\">" << escape(lines[i]) << "</text>";
+  os << "</svg>";
   return os.str();
 }
 
@@ -124,8 +136,12 @@ std::string render(const BarChart& c) {
       }
     }
     double xl = x0 + group * 0.4;
+    std::string label = c.labels[i].size() > kLabelChars
+                            ? c.labels[i].substr(0, kLabelChars - 3) + "..."
+                            : c.labels[i];
     os << "<text transform=\"translate(" << xl << "," << kTop + ph + 12
-       << ") rotate(35)\" font-size=\"10\">" << escape(c.labels[i]) << "</text>";
+       << ") rotate(35)\" font-size=\"10\"><title>" << escape(c.labels[i]) << "</title>"
+       << escape(label) << "</text>";
   }
   if (c.threshold) {
     double y = y_of(*c.threshold);
@@ -134,10 +150,10 @@ std::string render(const BarChart& c) {
        << y - 4 << "\" font-size=\"11\" fill=\"#c00\" text-anchor=\"end\">"
        << escape(c.threshold_label) << "</text>";
   }
-  double lx = kLeft + 300;
+  double lx = kLeft; // legend: one row under the title
   for (const auto& s : c.series) {
-    os << "<rect x=\"" << lx << "\" y=\"12\" width=\"12\" height=\"12\" fill=\"" << s.color
-       << "\"/><text x=\"" << lx + 16 << "\" y=\"22\" font-size=\"12\">" << escape(s.name)
+    os << "<rect x=\"" << lx << "\" y=\"30\" width=\"12\" height=\"12\" fill=\"" << s.color
+       << "\"/><text x=\"" << lx + 16 << "\" y=\"40\" font-size=\"12\">" << escape(s.name)
        << "</text>";
     lx += 30 + 7.0 * static_cast<double>(s.name.size());
   }
