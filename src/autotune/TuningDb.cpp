@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -63,12 +64,19 @@ private:
   int fd_ = -1;
 };
 
-// Files already reported as unreadable in this process: report once, not on every lookup.
+// Files already reported as unreadable in this process: report once, not on every lookup. A
+// file is identified by path and (inode, mtime, size), so a later, different bad file at the
+// same path is reported again.
 bool first_report(const std::string& path) {
   static std::mutex mu;
   static std::set<std::string> seen;
+  struct stat st {};
+  std::string id = path;
+  if (::stat(path.c_str(), &st) == 0)
+    id += "|" + std::to_string(st.st_ino) + "|" + std::to_string(st.st_mtim.tv_sec) + "." +
+          std::to_string(st.st_mtim.tv_nsec) + "|" + std::to_string(st.st_size);
   std::lock_guard<std::mutex> lock(mu);
-  return seen.insert(path).second;
+  return seen.insert(id).second;
 }
 
 } // namespace
