@@ -4,6 +4,8 @@
 // wrappers so the emitted kernels stay short and readable.
 #pragma once
 
+#include "arch/sm80/ldmatrix.cuh"
+#include "arch/sm80/mma.cuh"
 #include "arch/sm80/smem.cuh"
 #include "arch/sm80/sync.cuh"
 #include "defs.cuh"
@@ -47,6 +49,58 @@ TP_DEVICE void copy16(void* smem_dst, const void* gsrc) {
   *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(gsrc);
 }
 
+struct U4 {
+  uint32_t a[4];
+};
+/// The A-operand registers of one k16 step from 8 consecutive accumulator-layout registers
+/// (wgmma and mma.sync agree on this packing).
+TP_DEVICE U4 pack_a(bf16 x0, bf16 x1, bf16 x2, bf16 x3, bf16 x4, bf16 x5, bf16 x6, bf16 x7) {
+  return U4{{pack(x0, x1).bits, pack(x2, x3).bits, pack(x4, x5).bits, pack(x6, x7).bits}};
+}
+TP_DEVICE U4 pack_a(half x0, half x1, half x2, half x3, half x4, half x5, half x6, half x7) {
+  return U4{{pack(x0, x1).bits, pack(x2, x3).bits, pack(x4, x5).bits, pack(x6, x7).bits}};
+}
+
+// sm_80 fragments: ldmatrix into int register rows, mma.sync on an accumulator array slice.
+TP_DEVICE void ldsm_x4(int (&d)[4], uint32_t addr) {
+  uint32_t t[4];
+  warp::ldmatrix_x4(t, addr);
+  for (int i = 0; i < 4; ++i) d[i] = static_cast<int>(t[i]);
+}
+TP_DEVICE void ldsm_x4_t(int (&d)[4], uint32_t addr) {
+  uint32_t t[4];
+  warp::ldmatrix_x4_trans(t, addr);
+  for (int i = 0; i < 4; ++i) d[i] = static_cast<int>(t[i]);
+}
+TP_DEVICE void ldsm_x2(int (&d)[2], uint32_t addr) {
+  uint32_t t[2];
+  warp::ldmatrix_x2(t, addr);
+  d[0] = static_cast<int>(t[0]);
+  d[1] = static_cast<int>(t[1]);
+}
+TP_DEVICE void ldsm_x2_t(int (&d)[2], uint32_t addr) {
+  uint32_t t[2];
+  warp::ldmatrix_x2_trans(t, addr);
+  d[0] = static_cast<int>(t[0]);
+  d[1] = static_cast<int>(t[1]);
+}
+TP_DEVICE U4 frag4(const int (&a)[4]) {
+  return U4{{static_cast<uint32_t>(a[0]), static_cast<uint32_t>(a[1]), static_cast<uint32_t>(a[2]),
+             static_cast<uint32_t>(a[3])}};
+}
+/// acc[Off .. Off+3] += A (16x16) * B (16x8), one m16n8k16 atom.
+template <typename T, int Off, int R>
+TP_DEVICE void mma16816(float (&acc)[R], const U4& a, const int (&b)[2]) {
+  static_assert(Off + 4 <= R, "mma atom outside the accumulator");
+  float d[4] = {acc[Off], acc[Off + 1], acc[Off + 2], acc[Off + 3]};
+  const uint32_t bb[2] = {static_cast<uint32_t>(b[0]), static_cast<uint32_t>(b[1])};
+  if constexpr (is_same<T, bf16>::value)
+    warp::mma_m16n8k16_bf16(d, a.a, bb, d);
+  else
+    warp::mma_m16n8k16_f16(d, a.a, bb, d);
+  for (int i = 0; i < 4; ++i) acc[Off + i] = d[i];
+}
+
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 /// Pipeline barriers at `base` (shared address): full[s] (1 arrival + TMA bytes), empty[s]
 /// (one arrival per consumer warp), then one prologue barrier. Called by one thread.
@@ -70,17 +124,6 @@ TP_DEVICE void warp_arrive(uint32_t bar) {
 template <int LayoutType, int Lbo, int Sbo>
 TP_DEVICE uint64_t desc(uint32_t addr) {
   return sm90::encode_smem_desc(addr, LayoutType, Lbo, Sbo);
-}
-
-struct U4 {
-  uint32_t a[4];
-};
-/// The A-operand registers of one k16 step from 8 consecutive accumulator-layout registers.
-TP_DEVICE U4 pack_a(bf16 x0, bf16 x1, bf16 x2, bf16 x3, bf16 x4, bf16 x5, bf16 x6, bf16 x7) {
-  return U4{{pack(x0, x1).bits, pack(x2, x3).bits, pack(x4, x5).bits, pack(x6, x7).bits}};
-}
-TP_DEVICE U4 pack_a(half x0, half x1, half x2, half x3, half x4, half x5, half x6, half x7) {
-  return U4{{pack(x0, x1).bits, pack(x2, x3).bits, pack(x4, x5).bits, pack(x6, x7).bits}};
 }
 
 template <typename T, int N, int TransA, int TransB>

@@ -17,6 +17,7 @@ const char* gemm_kind_name(GemmKind k) {
   case GemmKind::wgmma_ss: return "wgmma_ss";
   case GemmKind::wgmma_rs: return "wgmma_rs";
   case GemmKind::mma: return "mma";
+  case GemmKind::mma_rs: return "mma_rs";
   case GemmKind::simt: return "simt";
   }
   return "?";
@@ -171,15 +172,21 @@ private:
       }
       if (kind != GemmKind::simt)
         assign(C, FragmentLayout::wgmma(M, N, W), g->loc, "the wgmma accumulator");
-    } else if (!t_.wgmma() && f16 && whole && threads % 32 == 0 && A->scope == Scope::shared &&
-               B->scope == Scope::shared && K % 16 == 0) {
+    } else if (!t_.wgmma() && f16 && whole && threads % 32 == 0 && B->scope == Scope::shared &&
+               K % 16 == 0) {
       int warps = threads / 32;
       int wm = warps, wn = 1;
       while (wm > 1 && M % (16 * wm) != 0) wm /= 2, wn *= 2;
-      if (M % (16 * wm) == 0 && N % (8 * wn) == 0) {
+      bool fits = M % (16 * wm) == 0 && N % (8 * wn) == 0;
+      if (fits && A->scope == Scope::shared) {
         kind = GemmKind::mma;
-        assign(C, FragmentLayout::mma(M, N, wm, wn), g->loc, "the mma accumulator");
+      } else if (fits && A->scope == Scope::fragment && !g->trans_a && wn == 1) {
+        // A from registers: its accumulator layout's k16 chunks are exactly mma's A fragments.
+        kind = GemmKind::mma_rs;
+        assign(A, FragmentLayout::mma(M, K, wm, 1), g->loc, "the A operand of mma");
       }
+      if (kind != GemmKind::simt)
+        assign(C, FragmentLayout::mma(M, N, wm, wn), g->loc, "the mma accumulator");
     }
     info_.gemms[g] = kind;
   }
@@ -255,7 +262,7 @@ private:
   void assign_shared_layouts() {
     std::set<uint64_t> tensor_core_operands;
     for (const auto& [g, kind] : info_.gemms)
-      if (kind == GemmKind::wgmma_ss || kind == GemmKind::wgmma_rs) {
+      if (kind != GemmKind::simt) {
         if (g->a.buffer->scope == Scope::shared) tensor_core_operands.insert(g->a.buffer->uid);
         tensor_core_operands.insert(g->b.buffer->uid);
       }

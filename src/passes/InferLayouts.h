@@ -17,6 +17,7 @@ enum class GemmKind {
   wgmma_ss, // sm_90a, A and B from shared memory descriptors
   wgmma_rs, // sm_90a, A from registers (a fragment in the accumulator layout)
   mma,      // sm_80 mma.sync, A and B from shared memory through ldmatrix
+  mma_rs,   // sm_80 mma.sync, A from registers (a fragment in the accumulator layout)
   simt,     // plain FMA loops over shared memory (any dtype, any shape)
 };
 const char* gemm_kind_name(GemmKind k);

@@ -93,6 +93,80 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
   return seq(s);
 }
 
+/// sm_80: per k16 step, ldmatrix the warp's A and B fragments from the swizzled tiles (or take A
+/// from registers), then one mma.sync m16n8k16 per (m16, n8) atom of the warp's tile.
+ir::Stmt lower_mma(LowerContext& cx, const ir::Gemm* op, bool rs) {
+  const Buffer &A = op->a.buffer, &B = op->b.buffer, &C = op->c.buffer;
+  const FragmentLayout& lc = cx.layouts.fragment(C);
+  int64_t M = lc.M, N = lc.N, K = op->trans_a ? op->a.extent[0] : op->a.extent[1];
+  int64_t WM = M / lc.warps_m, WN = N / lc.warps_n, AM = WM / 16, AN = WN / 8;
+  int eb = dtype_bytes(B->dtype);
+  std::string T = cuda_type(B->dtype);
+  Expr lane = cx.tid % 32, warp = cx.tid / 32;
+  Expr m0 = (warp / lc.warps_n) * WM, n0 = (warp % lc.warps_n) * WN;
+  Expr q = lane / 8, rr = lane % 8;
+  Buffer af = ir::make_buffer("afrag", Scope::local, DType::i32, {Expr(AM), Expr(4)}, 0, op->loc);
+  Buffer bf = ir::make_buffer("bfrag", Scope::local, DType::i32, {Expr(AN), Expr(2)}, 0, op->loc);
+  auto addr = [&](const Buffer& tile, Expr row, Expr col) {
+    const SharedLayout& l = cx.layouts.shared_layout(tile);
+    return smem_addr(cx, tile, l.offset(row, col) * eb);
+  };
+  std::vector<ir::Stmt> s = {ir::Allocate::make(af, {}), ir::Allocate::make(bf, {})};
+  if (op->clear) {
+    Var r("r");
+    s.push_back(unrolled_for(r, lc.regs_per_thread(), ir::Store::make(cx.reg(C), {Expr(r)}, Expr(0.0), {})));
+  }
+  for (int64_t kk = 0; kk < K / 16; ++kk) {
+    if (!rs)
+      for (int64_t am = 0; am < AM; ++am) {
+        Expr row, col;
+        if (!op->trans_a) {
+          row = m0 + am * 16 + rr + (q % 2) * 8;
+          col = Expr(kk * 16) + (q / 2) * 8;
+        } else {
+          row = Expr(kk * 16) + rr + (q / 2) * 8;
+          col = m0 + am * 16 + (q % 2) * 8;
+        }
+        s.push_back(call(op->trans_a ? "tp::cg::ldsm_x4_t" : "tp::cg::ldsm_x4",
+                         {call_expr("tp.regrow", {Expr(am)}, DType::i32, {af}), addr(A, row, col)}));
+      }
+    for (int64_t an = 0; an < AN; ++an) {
+      Expr l16 = lane % 16;
+      Expr row, col;
+      if (op->trans_b) { // B stored [N, K]
+        row = n0 + an * 8 + l16 % 8;
+        col = Expr(kk * 16) + (l16 / 8) * 8;
+      } else { // B stored [K, N]
+        row = Expr(kk * 16) + l16 % 8 + (l16 / 8) * 8;
+        col = n0 + an * 8;
+      }
+      s.push_back(call(op->trans_b ? "tp::cg::ldsm_x2" : "tp::cg::ldsm_x2_t",
+                       {call_expr("tp.regrow", {Expr(an)}, DType::i32, {bf}), addr(B, row, col)}));
+    }
+    for (int64_t am = 0; am < AM; ++am)
+      for (int64_t an = 0; an < AN; ++an) {
+        Expr a;
+        if (rs) {
+          // A's accumulator-layout registers of k16 step kk: atoms (am, 2kk) and (am, 2kk + 1).
+          const FragmentLayout& la = cx.layouts.fragment(op->a.buffer);
+          int64_t an_a = la.N / 8;
+          std::vector<Expr> regs;
+          for (int h = 0; h < 2; ++h)
+            for (int e = 0; e < 4; ++e)
+              regs.push_back(call_expr("tp.raw", {ir::Load::make(cx.reg(A), {Expr((am * an_a + 2 * kk + h) * 4 + e)})}, A->dtype));
+          // pack_a wants (row g: k 2q..2q+1), (row g+8), (row g, k+8), (row g+8, k+8).
+          a = call_expr("tp::cg::pack_a", {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5], regs[6], regs[7]}, DType::i32);
+        } else {
+          a = call_expr("tp::cg::frag4", {call_expr("tp.regrow", {Expr(am)}, DType::i32, {af})}, DType::i32);
+        }
+        s.push_back(call("tp::cg::mma16816<" + T + ", " + std::to_string((am * AN + an) * 4) + ">",
+                         {call_expr("tp.buf", {}, DType::f32, {cx.reg(C)}), a,
+                          call_expr("tp.regrow", {Expr(an)}, DType::i32, {bf})}));
+      }
+  }
+  return seq(s);
+}
+
 /// C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j] with every operand in shared memory.
 ir::Stmt lower_simt_gemm(LowerContext& cx, const ir::Gemm* op) {
   for (const ir::Region* r : {&op->a, &op->b, &op->c})
@@ -129,7 +203,8 @@ ir::Stmt lower_gemm(LowerContext& cx, const ir::Gemm* op) {
   switch (cx.layouts.gemms.at(op)) {
   case GemmKind::wgmma_ss: return lower_wgmma(cx, op, false);
   case GemmKind::wgmma_rs: return lower_wgmma(cx, op, true);
-  case GemmKind::mma:
+  case GemmKind::mma: return lower_mma(cx, op, false);
+  case GemmKind::mma_rs: return lower_mma(cx, op, true);
   case GemmKind::simt: return lower_simt_gemm(cx, op);
   }
   return ir::Stmt();

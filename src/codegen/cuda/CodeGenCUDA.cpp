@@ -269,6 +269,8 @@ protected:
       os_ << buffer_name(op->buffers[0]) << "[";
       args(op);
       os_ << "]";
+    } else if (n == "tp.buf") {
+      os_ << buffer_name(op->buffers[0]);
     } else if (n == "tp.raw") {
       const auto* l = ir::as<ir::Load>(op->args[0]);
       internal_assert(l) << "tp.raw of a non-load";
