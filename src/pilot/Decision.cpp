@@ -85,6 +85,9 @@ std::string stage_decision(PilotRun& r) {
                      line);
     } else {
       d["objective"] = "not measured";
+      // Warm may have passed without timing every representative shape: still no answer.
+      if (r.stage("warm")->passed())
+        missing.push_back("objective: not measured (a representative shape has no timing)");
     }
     // The model evidence that motivates (or not) the kernel.
     if (r.model)

@@ -146,3 +146,19 @@ TEST(PilotDecision, TunedConfigIsAdoptedOnlyAfterItPassesTheCheck) {
   ASSERT_NE(edge, nullptr) << why;
   EXPECT_EQ(edge->config.at("stages"), 4) << "edge shapes keep the default";
 }
+
+TEST(PilotDecision, IncompleteTimingsLeaveItUndecided) {
+  std::string dir = scratch_dir();
+  PilotOptions o;
+  o.out_dir = dir;
+  o.backends = FakeGpu{0.5, 100}.backends();
+  o.backends.warm_timing = [](const ops::Operator&, const ops::Problem&, const ops::Config&) {
+    return WarmTiming{}; // a hook that measured nothing
+  };
+  o.progress = ProgressMode::off;
+  PilotResult r = run_pilot(parse_spec(small_gemm_spec(), "fake.yaml"), o);
+  EXPECT_EQ(r.decision, kUndecided);
+  EXPECT_EQ(r.report["decision"]["objective"], "not measured");
+  EXPECT_EQ(r.report["decision"]["reasons"][0],
+            "objective: not measured (a representative shape has no timing)");
+}
