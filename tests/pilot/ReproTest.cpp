@@ -42,13 +42,15 @@ TEST(PilotFault, FaultySpecWritesAReproducerThatReplays) {
   nlohmann::json j = read_json(repro + "/repro.json");
   EXPECT_EQ(j["case"]["inject_fault"], "wrong_scale");
   EXPECT_FALSE(j["failure"]["passed"].get<bool>());
-  EXPECT_EQ(j["case"]["backend"], "cpu");
+  // cpu here; cuda where the lead's backend hooks and an sm_90a GPU are present.
+  EXPECT_TRUE(j["case"]["backend"] == "cpu" || j["case"]["backend"] == "cuda") << j["case"];
   // Shrunk: smaller than every failing case of the spec.
   const auto& shape = j["case"]["problem"]["shape"];
   EXPECT_LT(shape["M"].get<int>() * shape["N"].get<int>() * shape["K"].get<int>(), 7 * 45 * 133)
       << j["shrink"];
   EXPECT_NE(read_text(repro + "/kernel.ir.txt").find("fault_i0"), std::string::npos);
-  EXPECT_EQ(read_text(repro + "/kernel.cu.txt").rfind("not produced: ", 0), 0u);
+  // Generated CUDA, or "not produced: <reason>" in a build without Backends::compile_only.
+  EXPECT_FALSE(read_text(repro + "/kernel.cu.txt").empty());
   std::string cmd = read_text(repro + "/command.txt");
   EXPECT_NE(cmd.find(" repro " + std::filesystem::absolute(repro).lexically_normal().string()),
             std::string::npos)
