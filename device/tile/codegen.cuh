@@ -41,6 +41,18 @@ TP_DEVICE float round_as(float x) { return f(as<T>(x)); }
 
 TP_DEVICE float inf() { return __int_as_float(0x7f800000); }
 
+/// Two adjacent elements from two floats in one store (p aligned to twice the element size).
+TP_DEVICE void store2(bf16* p, float a, float b) {
+  *reinterpret_cast<uint32_t*>(p) = pack(to_bf16(a), to_bf16(b)).bits;
+}
+TP_DEVICE void store2(half* p, float a, float b) {
+  *reinterpret_cast<uint32_t*>(p) = pack(to_half(a), to_half(b)).bits;
+}
+struct alignas(8) F2 {
+  float a, b;
+};
+TP_DEVICE void store2(float* p, float a, float b) { *reinterpret_cast<F2*>(p) = F2{a, b}; }
+
 struct alignas(16) Vec16 {
   uint32_t w[4];
 };

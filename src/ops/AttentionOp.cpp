@@ -63,12 +63,21 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
       copy(K.tile(b, hk, kb * bn, 0), Ks);
       copy(V.tile(b, hk, kb * bn, 0), Vs);
       gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-      parallel({bm, bn}, [&](Var i, Var j) {
-        Expr key = kb * bn + j;
-        Expr ok = key < L;
-        if (v.causal) ok = ok && key <= bx * bm + i + diag;
-        s(i, j) = select(ok, s(i, j) * qk_scale, -infinity());
-      });
+      // Only blocks at the end of the keys or across the causal diagonal need the mask; the
+      // test is uniform per block, so the others skip the per-element comparisons.
+      Expr unmasked = kb * bn + bn <= L;
+      if (v.causal) unmasked = unmasked && kb * bn + bn - 1 <= bx * bm + diag;
+      if_then_else(
+          unmasked,
+          [&] { parallel({bm, bn}, [&](Var i, Var j) { s(i, j) = s(i, j) * qk_scale; }); },
+          [&] {
+            parallel({bm, bn}, [&](Var i, Var j) {
+              Expr key = kb * bn + j;
+              Expr ok = key < L;
+              if (v.causal) ok = ok && key <= bx * bm + i + diag;
+              s(i, j) = select(ok, s(i, j) * qk_scale, -infinity());
+            });
+          });
       copy(m, m_prev);
       reduce_max(s, m, 1, /*clear=*/false);
       // A row that has seen no valid key keeps m = -inf; its terms must stay 0, not NaN.

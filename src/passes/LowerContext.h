@@ -29,6 +29,10 @@ struct LowerContext {
   std::map<uint64_t, ir::Buffer> regs;  // fragment uid -> its register array
   std::map<uint64_t, Expr> stage;       // staged buffer uid -> current stage index
   bool in_consumer = true;
+  /// wgmma groups a lowered gemm leaves in flight (wait_group<N>). 0 except in a warp-specialized
+  /// main loop whose only work is one gemm: there the previous stage's group may still run
+  /// while the next is issued, and its stage is released one iteration late (LowerTileOps.cpp).
+  int wgmma_in_flight = 0;
 
   LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
                const PipelinePlan& p, const SmemPlan& s);

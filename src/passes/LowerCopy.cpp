@@ -85,6 +85,43 @@ ir::Stmt vector_copy(const LowerContext& cx, const ir::Region& src, const ir::Re
   });
 }
 
+/// Accumulator registers 2q and 2q+1 of a thread hold adjacent columns of one row. Storing an
+/// accumulator to a global row-major tile can then write both with one 4-byte (16-bit types) or
+/// 8-byte (f32) store, which halves the epilogue's store instructions.
+bool paired_store_applies(const LowerContext& cx, const ir::Copy* op) {
+  const ir::Region &src = op->src, &dst = op->dst;
+  const FragmentLayout& l = cx.layouts.fragment(src.buffer);
+  if (l.kind != FragmentLayout::Kind::wgmma_acc && l.kind != FragmentLayout::Kind::mma_acc)
+    return false;
+  if (dst.buffer->scope != Scope::global || dst.buffer->rank() < 1) return false;
+  // The fragment's column must run along the tensor's contiguous (last) dimension.
+  std::vector<int> nu = nonunit(dst.extent);
+  if (nu.size() != 2 || nu[1] != static_cast<int>(dst.extent.size()) - 1) return false;
+  DType t = dst.buffer->dtype;
+  bool wide = t == DType::bf16 || t == DType::f16 || t == DType::f32;
+  return wide && src.buffer->dtype == DType::f32 && l.regs_per_thread() % 2 == 0;
+}
+
+ir::Stmt paired_store(const LowerContext& cx, const ir::Copy* op) {
+  const ir::Region &src = op->src, &dst = op->dst;
+  const FragmentLayout& l = cx.layouts.fragment(src.buffer);
+  Var q("q");
+  Expr r0 = q * 2, r1 = q * 2 + 1;
+  std::vector<Expr> c0 = coords(cx, l, r0);
+  std::vector<Expr> idx = place(cx, dst, c0);
+  std::vector<Expr> idx1 = idx;
+  idx1.back() = idx1.back() + 1;
+  Expr flat = cx.global_index(dst.buffer, idx);
+  Expr v0 = ir::Load::make(cx.reg(src.buffer), l.reg_index(r0));
+  Expr v1 = ir::Load::make(cx.reg(src.buffer), l.reg_index(r1));
+  // Both in bounds and the pair's first element aligned for the wide store (even row length,
+  // even column); otherwise element by element, dropping what is out of bounds.
+  Expr both = cx.global_in_bounds(dst.buffer, idx1) && flat % 2 == 0;
+  ir::Stmt fast = call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
+  ir::Stmt slow = seq({write(cx, dst, c0, v0), write(cx, dst, coords(cx, l, r1), v1)});
+  return unrolled_for(q, l.regs_per_thread() / 2, if_then(both, fast, slow));
+}
+
 } // namespace
 
 ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
@@ -102,6 +139,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
                         ir::Store::make(cx.reg(D), ls.reg_index(r),
                                         ir::Load::make(cx.reg(S), ls.reg_index(r)), {}));
   }
+  if (sreg && paired_store_applies(cx, op)) return paired_store(cx, op);
   if (sreg) {
     const FragmentLayout& l = cx.layouts.fragment(S);
     ir::Stmt s = write(cx, dst, coords(cx, l, r), ir::Load::make(cx.reg(S), l.reg_index(r)));

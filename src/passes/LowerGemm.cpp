@@ -87,7 +87,7 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
     }
   }
   s.push_back(call("tp::warpgroup::commit_group"));
-  s.push_back(call("tp::warpgroup::wait_group<0>"));
+  s.push_back(call("tp::warpgroup::wait_group<" + std::to_string(cx.wgmma_in_flight) + ">"));
   for (int p = 0; p < P; ++p)
     s.push_back(call("tp::warpgroup::fence_operand", {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
   return seq(s);

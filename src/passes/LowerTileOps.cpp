@@ -286,13 +286,33 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     std::vector<ir::Stmt> iter = {
         call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
     const auto* lb = ir::as<ir::Seq>(plan.loop->body);
-    for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body}) {
-      if (const auto* c = ir::as<ir::Copy>(b); c && plan.load_for(c)) continue;
-      iter.push_back(lower.mutate(b));
+    std::vector<ir::Stmt> work;
+    for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body})
+      if (const auto* c = ir::as<ir::Copy>(b); !(c && plan.load_for(c))) work.push_back(b);
+    // A loop that only accumulates one shared x shared wgmma keeps one group in flight: the
+    // stage read by iteration k-1 is released once its group is known complete, in iteration k.
+    const auto* only_gemm = work.size() == 1 ? ir::as<ir::Gemm>(work[0]) : nullptr;
+    bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
+                   cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
+    cx.wgmma_in_flight = overlap ? 1 : 0;
+    for (const ir::Stmt& b : work) iter.push_back(lower.mutate(b));
+    cx.wgmma_in_flight = 0;
+    if (overlap) {
+      Expr prev = (k + (S - 1)) % S;
+      iter.push_back(if_then(k > 0, call("tp::cg::warp_arrive", {bar_addr(cx, prev + S)})));
+    } else {
+      iter.push_back(call("tp::cg::warp_arrive", {bar_addr(cx, stage + S)}));
     }
-    iter.push_back(call("tp::cg::warp_arrive", {bar_addr(cx, stage + S)}));
     ir::Stmt it = ir::Let::make(stage, k % S, ir::Let::make(phase, (k / S) % 2, seq(iter)));
     consumer.push_back(serial_for(k, Expr(0), n, it));
+    if (overlap) {
+      // Drain the last group before anything reads the accumulator.
+      const Buffer& acc = cx.reg(only_gemm->c.buffer);
+      consumer.push_back(call("tp::warpgroup::wait_group<0>"));
+      for (int p = 0; p < cx.layouts.fragment(only_gemm->c.buffer).slabs; ++p)
+        consumer.push_back(call("tp::warpgroup::fence_operand",
+                                {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+    }
     cx.stage.clear();
   }
   int consumer_warps = T / 32;
