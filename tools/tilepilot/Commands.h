@@ -11,5 +11,6 @@ void add_check_command(CLI::App& app, int* rc);  // check
 void add_bench_command(CLI::App& app, int* rc);  // bench
 void add_tune_command(CLI::App& app, int* rc);   // tune
 void add_pilot_commands(CLI::App& app, int* rc); // pilot, repro
+void add_model_command(CLI::App& app, int* rc);  // model
 
 } // namespace tp::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tp::cli::add_bench_command(app, &rc);
   tp::cli::add_tune_command(app, &rc);
   tp::cli::add_pilot_commands(app, &rc);
+  tp::cli::add_model_command(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -1,0 +1,67 @@
+// The model on the GPU: element-wise kernels through the CUDA backend, GEMMs and attention
+// through the dispatcher's device path, everything on one stream. With profiling on, each
+// operator is bracketed by a pair of CUDA events and device memory is sampled after it.
+#pragma once
+#include <cuda.h>
+#include <deque>
+#include <memory>
+
+#include "codegen/cuda/CudaKernel.h"
+#include "llama/Exec.h"
+#include "runtime/DeviceBuffer.h"
+#include "runtime/Launch.h"
+
+namespace tp::models {
+
+class DeviceExec : public Exec {
+public:
+  /// User error saying what is missing when there is no usable GPU.
+  DeviceExec();
+  ~DeviceExec() override;
+
+  bool on_device() const override { return true; }
+  Buf alloc(DType t, std::vector<int64_t> shape) override;
+  void fill_uniform(Buf& b, uint64_t seed, double center, double half_width) override;
+  void upload(Buf& b, const HostTensor& h) override;
+  HostTensor download(const Buf& b) override;
+  void run(const Kernel& k, const std::vector<const Buf*>& args) override;
+  void gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) override;
+  void attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& O, bool causal) override;
+  void op_begin(const std::string& label) override;
+  void op_end(const std::string& label) override;
+
+  CUstream stream() const { return stream_.get(); }
+  void synchronize() const { stream_.synchronize(); }
+  void set_profiling(bool on) { profiling_ = on; }
+  /// Waits for the stream and returns the time of each operator recorded since the last call.
+  OpTimes collect_op_times();
+
+  /// Device memory in use now (all of the device, from cuMemGetInfo), and the highest value
+  /// seen after an operator while profiling since reset_peak().
+  uint64_t device_used_bytes() const;
+  uint64_t peak_used_bytes() const { return peak_used_; }
+  void reset_peak() { peak_used_ = device_used_bytes(); }
+  /// Device memory in use when this executor was created (before any model buffer).
+  uint64_t baseline_used_bytes() const { return baseline_used_; }
+  /// Bytes of the buffers this executor allocated (weights, tables, activations).
+  size_t allocated_bytes() const { return bytes_; }
+  const ops::DeviceIdentity& device() const { return device_; }
+
+private:
+  CUevent event();
+
+  ops::DeviceIdentity device_; // first: a clear error when there is no GPU
+  rt::Stream stream_;
+  std::deque<rt::DeviceBuffer> store_;
+  std::map<const void*, std::unique_ptr<cuda::CudaKernel>> kernels_; // by kernel node
+  CUfunction fill_fn_ = nullptr;
+  bool profiling_ = false;
+  std::vector<CUevent> pool_;
+  size_t next_event_ = 0;
+  std::vector<std::pair<std::string, std::pair<CUevent, CUevent>>> marks_;
+  CUevent open_ = nullptr;
+  uint64_t baseline_used_ = 0, peak_used_ = 0;
+  size_t bytes_ = 0;
+};
+
+} // namespace tp::models

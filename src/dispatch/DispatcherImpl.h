@@ -1,0 +1,57 @@
+// The dispatcher's state: releases by operator, counters, what has been logged, and the kernels
+// built so far. Internal; the model path and the pilot's model hook reach it through
+// install_release().
+#pragma once
+#include <memory>
+#include <mutex>
+
+#include "dispatch/DeviceRun.h"
+#include "dispatch/Routing.h"
+
+namespace tp::ops {
+
+struct Dispatcher::Impl {
+  DispatchOptions opt;
+  std::map<std::string, dispatch::ReleaseSlot> slots; // by operator
+
+  mutable std::mutex mu; // guards everything below
+  std::set<std::string> forced;
+  std::map<std::string, OpCounters> counters;
+  std::set<std::string> logged;
+  // Pinned kernels by bucket (operator problem + config), host and device, and the buckets
+  // whose pinned config failed to build or compile (reason and message).
+  std::map<std::string, Kernel> host_kernels;
+  std::map<std::string, std::shared_ptr<cuda::CudaKernel>> device_kernels;
+  std::map<std::string, std::pair<FallbackReason, std::string>> broken;
+
+  std::mutex device_mu; // serializes device execution (cuBLASLt / cuDNN handles)
+  std::unique_ptr<dispatch::DeviceRun> device;
+  std::optional<DeviceIdentity> device_id;
+
+  const dispatch::ReleaseSlot* slot(const std::string& op) const;
+  DeviceIdentity identity(const std::string& op, bool on_device);
+  dispatch::Route route(const Problem& p, bool on_device);
+  /// Writes `line` through the log sink the first time `key` is seen.
+  void log_once(const std::string& key, const std::string& line);
+  void count_pinned(const std::string& op);
+  void count_fallback(const std::string& op, FallbackReason reason, const std::string& why,
+                      const std::string& impl);
+  dispatch::DeviceRun& device_run();
+};
+
+} // namespace tp::ops
+
+namespace tp::dispatch {
+
+/// Makes `r` the release of its operator in `d`, replacing any loaded one (the pilot's model
+/// stage pins its current configs this way before a release folder exists).
+void install_release(ops::Dispatcher& d, pilot::Release r);
+
+/// A release in memory: each (problem, config) pinned on `dev` and recorded as tested and passed.
+pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
+                              const std::vector<std::pair<ops::Problem, ops::Config>>& pins);
+
+/// The bucket key of a problem pinned with a config: "gemm bf16 K=..,M=..,N=..,layout=nt | bm=..".
+std::string bucket_key(const ops::Problem& p, const ops::Config& c);
+
+} // namespace tp::dispatch

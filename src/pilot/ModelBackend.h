@@ -1,0 +1,22 @@
+// The pilot's model stage backend: the Llama prefill (models/llama) run with the piloted
+// operator's current configs pinned and with its fallback, interleaved on the GPU.
+#pragma once
+#include "pilot/Backends.h"
+
+namespace tp::pilot {
+
+/// Fills Backends::model_run. The hook throws StageSkipped when there is no GPU, a user error
+/// for a model path other than llama-prefill or a bad model config, and fails the stage when the
+/// two runs' logits disagree.
+void add_model_hook(Backends& b);
+
+/// The config each model problem of the piloted operator runs with: the pilot's config for the
+/// same problem when the model's shape was piloted, else the config of the nearest piloted
+/// problem with the same dtype and options (closest sizes, on a log scale). `*notes` lists the
+/// problems that borrowed a config.
+std::vector<std::pair<ops::Problem, ops::Config>>
+model_pins(const std::vector<std::pair<std::string, ops::Problem>>& model_problems,
+           const std::vector<std::pair<ops::Problem, ops::Config>>& piloted,
+           std::vector<std::string>* notes);
+
+} // namespace tp::pilot

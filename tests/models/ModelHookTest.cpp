@@ -1,0 +1,79 @@
+// The pilot's model hook without a GPU: which config each model problem borrows, what the hook
+// says when it cannot run here, and the user errors it raises for a bad model spec.
+#include <gtest/gtest.h>
+
+#include "llama/Llama.h"
+#include "pilot/ModelBackend.h"
+#include "pilot/Spec.h"
+
+using namespace tp;
+using namespace tp::pilot;
+
+namespace {
+
+ops::Problem gemm(const std::string& shape) {
+  return ops::find_operator("gemm").parse(ops::parse_kv(shape, "shape"), DType::bf16);
+}
+
+ops::Config cfg(int64_t bn) {
+  return {{"bm", 128}, {"bn", bn}, {"bk", 64}, {"stages", 4}, {"threads", 256}};
+}
+
+} // namespace
+
+TEST(ModelHook, ExactShapesKeepTheirConfigOthersBorrowTheNearest) {
+  models::LlamaConfig c = models::parse_llama_config({{"tokens", "4096"}});
+  std::vector<std::pair<std::string, ops::Problem>> mine;
+  for (const auto& lp : models::llama_problems(c))
+    if (lp.second.op == "gemm") mine.push_back(lp);
+  std::vector<std::pair<ops::Problem, ops::Config>> piloted = {
+      {gemm("M=4096,N=6144,K=4096,layout=nt"), cfg(64)},
+      {gemm("M=4096,N=4096,K=4096,layout=nt"), cfg(128)},
+      {gemm("M=4096,N=28672,K=4096,layout=nt"), cfg(192)},
+      {gemm("M=4096,N=4096,K=14336,layout=nt"), cfg(256)},
+      {gemm("M=77,N=45,K=133,layout=nn"), cfg(16)}}; // another layout: never borrowed
+  std::vector<std::string> notes;
+  auto pins = model_pins(mine, piloted, &notes);
+  ASSERT_EQ(pins.size(), 5u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(pins[i].second, piloted[i].second) << i;
+  EXPECT_EQ(pins[4].first.at("N"), 128256); // the LM head borrows; N=28672 is nearest
+  EXPECT_EQ(pins[4].second, cfg(192));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("gemm.lm_head"), std::string::npos) << notes[0];
+}
+
+TEST(ModelHook, AProblemWithoutAPilotedKindIsLeftOnTheFallback) {
+  std::vector<std::pair<std::string, ops::Problem>> mine = {
+      {"gemm.qkv", gemm("M=64,N=64,K=64,layout=nt")}};
+  std::vector<std::string> notes;
+  auto pins = model_pins(mine, {{gemm("M=64,N=64,K=64,layout=nn"), cfg(64)}}, &notes);
+  EXPECT_TRUE(pins.empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("fallback"), std::string::npos);
+}
+
+TEST(ModelHook, IsRegisteredAndRejectsUnknownModelsAndSettings) {
+  Backends b;
+  add_model_hook(b);
+  ASSERT_TRUE(bool(b.model_run));
+  const ops::Operator& op = ops::find_operator("gemm");
+  ModelSpec spec{"gpt-prefill", {}};
+  EXPECT_THROW(b.model_run(spec, op, {}), UserError);
+  spec = {"llama-prefill", {{"layer", "2"}}};
+  EXPECT_THROW(b.model_run(spec, op, {}), UserError);
+}
+
+TEST(ModelHook, WithoutAGpuTheStageIsSkippedWithTheReason) {
+  std::string why;
+  if (rt::device_count(&why) > 0) GTEST_SKIP() << "this machine has a GPU";
+  Backends b;
+  add_model_hook(b);
+  ModelSpec spec{"llama-prefill", {{"layers", "2"}, {"tokens", "4096"}}};
+  try {
+    b.model_run(spec, ops::find_operator("attention"), {});
+    FAIL() << "expected StageSkipped";
+  } catch (const StageSkipped& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
+  }
+}
