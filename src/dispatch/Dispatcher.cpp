@@ -4,11 +4,8 @@
 #include <sstream>
 
 #include "dispatch/DispatcherImpl.h"
-#include "dispatch/HostRun.h"
 
 namespace tp::ops {
-
-using dispatch::Route;
 
 const char* fallback_reason_name(FallbackReason r) {
   switch (r) {
@@ -56,7 +53,7 @@ DeviceIdentity Dispatcher::Impl::identity(const std::string& op, bool on_device)
   return *device_id;
 }
 
-Route Dispatcher::Impl::route(const Problem& p, bool on_device) {
+dispatch::Route Dispatcher::Impl::route(const Problem& p, bool on_device) {
   bool is_forced;
   {
     std::lock_guard<std::mutex> g(mu);
@@ -106,100 +103,6 @@ dispatch::DeviceRun& Dispatcher::Impl::device_run() {
 
 namespace {
 
-/// The pinned route's cached failure, if its bucket is known not to build or compile.
-bool known_broken(Dispatcher::Impl& im, const std::string& key, Route& r) {
-  std::lock_guard<std::mutex> g(im.mu);
-  auto it = im.broken.find(key);
-  if (it == im.broken.end()) return false;
-  r.pinned = false;
-  r.reason = it->second.first;
-  r.why = it->second.second;
-  return true;
-}
-
-void mark_broken(Dispatcher::Impl& im, const std::string& key, Route& r, FallbackReason reason,
-                 const std::string& why) {
-  std::lock_guard<std::mutex> g(im.mu);
-  im.broken[key] = {reason, why};
-  r.pinned = false;
-  r.reason = reason;
-  r.why = why;
-}
-
-std::string build_failure(const Config& c, const std::string& what) {
-  return "the pinned config " + config_str(c) + " does not build or compile here: " + what;
-}
-
-void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<const HostTensor*>& in,
-              HostTensor& out) {
-  Route r = im.route(p, false);
-  if (r.pinned) {
-    const Config cfg = r.entry->config;
-    const std::string key = "host|" + dispatch::bucket_key(p, cfg);
-    Kernel k;
-    if (!known_broken(im, key, r)) {
-      {
-        std::lock_guard<std::mutex> g(im.mu);
-        if (auto it = im.host_kernels.find(key); it != im.host_kernels.end()) k = it->second;
-      }
-      if (!k.defined()) {
-        try {
-          k = find_operator(p.op).build(p, cfg);
-          std::lock_guard<std::mutex> g(im.mu);
-          im.host_kernels[key] = k;
-        } catch (const Error& e) {
-          mark_broken(im, key, r, FallbackReason::compile_failed, build_failure(cfg, e.what()));
-        }
-      }
-    }
-    if (r.pinned) {
-      dispatch::run_interpreter(k, in, out);
-      im.count_pinned(p.op);
-      return;
-    }
-  }
-  dispatch::run_host_reference(p, in, out);
-  im.count_fallback(p.op, r.reason, r.why, "fp64 CPU reference");
-}
-
-void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::DeviceTensor>& a,
-                void* stream) {
-  Route r = im.route(p, true);
-  CUstream s = static_cast<CUstream>(stream);
-  std::lock_guard<std::mutex> dg(im.device_mu);
-  dispatch::DeviceRun& dev = im.device_run();
-  if (r.pinned) {
-    const Config cfg = r.entry->config;
-    const std::string key = "device|" + dispatch::bucket_key(p, cfg);
-    std::shared_ptr<cuda::CudaKernel> ck;
-    if (!known_broken(im, key, r)) {
-      {
-        std::lock_guard<std::mutex> g(im.mu);
-        if (auto it = im.device_kernels.find(key); it != im.device_kernels.end()) ck = it->second;
-      }
-      bool missing = false;
-      try {
-        // prepare() is a no-op once the variant these arguments need is loaded.
-        if (!ck) ck = dev.kernel(find_operator(p.op).build(p, cfg));
-        dev.prepare(*ck, a, &missing);
-        std::lock_guard<std::mutex> g(im.mu);
-        im.device_kernels[key] = ck;
-      } catch (const Error& e) {
-        mark_broken(im, key, r,
-                    missing ? FallbackReason::library_missing : FallbackReason::compile_failed,
-                    build_failure(cfg, e.what()));
-      }
-    }
-    if (r.pinned) {
-      ck->launch(a, s);
-      im.count_pinned(p.op);
-      return;
-    }
-  }
-  std::string impl = dev.fallback(p, a, s);
-  im.count_fallback(p.op, r.reason, r.why, impl);
-}
-
 cuda::DeviceTensor device_tensor(const DeviceView& v, const char* name) {
   if (v.ptr == 0) user_error() << "dispatch: device tensor " << name << " has a null pointer";
   return {static_cast<CUdeviceptr>(v.ptr), v.dtype, v.shape};
@@ -222,28 +125,28 @@ void Dispatcher::gemm(const HostTensor& A, const HostTensor& B, HostTensor& C,
                       const std::string& layout) {
   Problem p = dispatch::gemm_problem(A.dtype(), layout, A.shape(), B.shape(), C.shape(), B.dtype(),
                                      C.dtype());
-  run_host(*impl_, p, {&A, &B}, C);
+  dispatch::run_host(*impl_, p, {&A, &B}, C);
 }
 
 void Dispatcher::attention(const HostTensor& Q, const HostTensor& K, const HostTensor& V,
                            HostTensor& O, bool causal) {
   Problem p = dispatch::attention_problem(Q.dtype(), Q.shape(), K.shape(), V.shape(), O.shape(),
                                           causal, K.dtype(), V.dtype(), O.dtype());
-  run_host(*impl_, p, {&Q, &K, &V}, O);
+  dispatch::run_host(*impl_, p, {&Q, &K, &V}, O);
 }
 
 void Dispatcher::gemm(const DeviceView& A, const DeviceView& B, const DeviceView& C,
                       const std::string& layout, void* stream) {
   Problem p = dispatch::gemm_problem(A.dtype, layout, A.shape, B.shape, C.shape, B.dtype, C.dtype);
-  run_device(*impl_, p, {device_tensor(A, "A"), device_tensor(B, "B"), device_tensor(C, "C")},
-             stream);
+  dispatch::run_device(
+      *impl_, p, {device_tensor(A, "A"), device_tensor(B, "B"), device_tensor(C, "C")}, stream);
 }
 
 void Dispatcher::attention(const DeviceView& Q, const DeviceView& K, const DeviceView& V,
                            const DeviceView& O, bool causal, void* stream) {
   Problem p = dispatch::attention_problem(Q.dtype, Q.shape, K.shape, V.shape, O.shape, causal,
                                           K.dtype, V.dtype, O.dtype);
-  run_device(
+  dispatch::run_device(
       *impl_, p,
       {device_tensor(Q, "Q"), device_tensor(K, "K"), device_tensor(V, "V"), device_tensor(O, "O")},
       stream);
@@ -253,9 +156,9 @@ DispatchDecision Dispatcher::decide(const std::string& op,
                                     const std::map<std::string, std::string>& shape, DType dtype,
                                     bool device) {
   Problem p = find_operator(op).parse(shape, dtype);
-  Route r = impl_->route(p, device);
+  dispatch::Route r = impl_->route(p, device);
   if (r.pinned)
-    known_broken(
+    dispatch::known_broken(
         *impl_,
         std::string(device ? "device|" : "host|") + dispatch::bucket_key(p, r.entry->config), r);
   DispatchDecision d;

@@ -51,6 +51,16 @@ void install_release(ops::Dispatcher& d, pilot::Release r);
 pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
                               const std::vector<std::pair<ops::Problem, ops::Config>>& pins);
 
+/// One call on host tensors (inputs, then the output written in place).
+void run_host(ops::Dispatcher::Impl& im, const ops::Problem& p,
+              const std::vector<const HostTensor*>& in, HostTensor& out);
+/// One call on device tensors (inputs, then the output), enqueued on `stream`.
+void run_device(ops::Dispatcher::Impl& im, const ops::Problem& p,
+                const std::vector<cuda::DeviceTensor>& args, void* stream);
+/// Whether the bucket `key` ("host|..." / "device|...") is known not to build or compile; if
+/// so, turns `r` into that fallback.
+bool known_broken(ops::Dispatcher::Impl& im, const std::string& key, Route& r);
+
 /// The bucket key of a problem pinned with a config: "gemm bf16 K=..,M=..,N=..,layout=nt | bm=..".
 std::string bucket_key(const ops::Problem& p, const ops::Config& c);
 

@@ -1,0 +1,112 @@
+// Running one dispatched call: the route, the pinned kernel (built once per bucket, a failure
+// remembered so it is not retried) or the fallback, then the counters.
+#include "dispatch/DispatcherImpl.h"
+#include "dispatch/HostRun.h"
+
+namespace tp::dispatch {
+
+using ops::Config;
+using ops::Dispatcher;
+using ops::FallbackReason;
+using ops::find_operator;
+using ops::Problem;
+
+/// The pinned route's cached failure, if its bucket is known not to build or compile.
+bool known_broken(Dispatcher::Impl& im, const std::string& key, Route& r) {
+  std::lock_guard<std::mutex> g(im.mu);
+  auto it = im.broken.find(key);
+  if (it == im.broken.end()) return false;
+  r.pinned = false;
+  r.reason = it->second.first;
+  r.why = it->second.second;
+  return true;
+}
+
+namespace {
+
+void mark_broken(Dispatcher::Impl& im, const std::string& key, Route& r, FallbackReason reason,
+                 const std::string& why) {
+  std::lock_guard<std::mutex> g(im.mu);
+  im.broken[key] = {reason, why};
+  r.pinned = false;
+  r.reason = reason;
+  r.why = why;
+}
+
+std::string build_failure(const Config& c, const std::string& what) {
+  return "the pinned config " + ops::config_str(c) + " does not build or compile here: " + what;
+}
+
+} // namespace
+
+void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<const HostTensor*>& in,
+              HostTensor& out) {
+  Route r = im.route(p, false);
+  if (r.pinned) {
+    const Config cfg = r.entry->config;
+    const std::string key = "host|" + bucket_key(p, cfg);
+    Kernel k;
+    if (!known_broken(im, key, r)) {
+      {
+        std::lock_guard<std::mutex> g(im.mu);
+        if (auto it = im.host_kernels.find(key); it != im.host_kernels.end()) k = it->second;
+      }
+      if (!k.defined()) {
+        try {
+          k = find_operator(p.op).build(p, cfg);
+          std::lock_guard<std::mutex> g(im.mu);
+          im.host_kernels[key] = k;
+        } catch (const Error& e) {
+          mark_broken(im, key, r, FallbackReason::compile_failed, build_failure(cfg, e.what()));
+        }
+      }
+    }
+    if (r.pinned) {
+      run_interpreter(k, in, out);
+      im.count_pinned(p.op);
+      return;
+    }
+  }
+  run_host_reference(p, in, out);
+  im.count_fallback(p.op, r.reason, r.why, "fp64 CPU reference");
+}
+
+void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::DeviceTensor>& a,
+                void* stream) {
+  Route r = im.route(p, true);
+  CUstream s = static_cast<CUstream>(stream);
+  std::lock_guard<std::mutex> dg(im.device_mu);
+  dispatch::DeviceRun& dev = im.device_run();
+  if (r.pinned) {
+    const Config cfg = r.entry->config;
+    const std::string key = "device|" + bucket_key(p, cfg);
+    std::shared_ptr<cuda::CudaKernel> ck;
+    if (!known_broken(im, key, r)) {
+      {
+        std::lock_guard<std::mutex> g(im.mu);
+        if (auto it = im.device_kernels.find(key); it != im.device_kernels.end()) ck = it->second;
+      }
+      bool missing = false;
+      try {
+        // prepare() is a no-op once the variant these arguments need is loaded.
+        if (!ck) ck = dev.kernel(find_operator(p.op).build(p, cfg));
+        dev.prepare(*ck, a, &missing);
+        std::lock_guard<std::mutex> g(im.mu);
+        im.device_kernels[key] = ck;
+      } catch (const Error& e) {
+        mark_broken(im, key, r,
+                    missing ? FallbackReason::library_missing : FallbackReason::compile_failed,
+                    build_failure(cfg, e.what()));
+      }
+    }
+    if (r.pinned) {
+      ck->launch(a, s);
+      im.count_pinned(p.op);
+      return;
+    }
+  }
+  std::string impl = dev.fallback(p, a, s);
+  im.count_fallback(p.op, r.reason, r.why, impl);
+}
+
+} // namespace tp::dispatch
