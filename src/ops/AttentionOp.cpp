@@ -32,19 +32,24 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
                      (v.lens ? "_lens" : "") + (v.lse ? "_lse" : "");
 
   return kernel(name, params, grid(ceildiv(S, bm), H, Bd), threads(static_cast<int>(c.at("threads"))),
-                [&](Var bx, Var h, Var b) {
+                [&](Var bx_launch, Var h, Var b) {
     Tile Qs = alloc_shared({bm, D}, dt);
     Tile Ks = alloc_shared({bn, D}, dt);
     Tile Vs = alloc_shared({bn, D}, dt);
-    Tile s = alloc_fragment({bm, bn}, f32);      // scores, then probabilities
+    Tile s = alloc_fragment({bm, bn}, f32);      // raw scores, then probabilities
     Tile p = alloc_fragment({bm, bn}, dt);       // probabilities in the input dtype for P.V
     Tile o = alloc_fragment({bm, D}, f32);       // unnormalised output
-    Tile m = alloc_fragment({bm}, f32);          // running row max (log2 domain)
+    Tile m = alloc_fragment({bm}, f32);          // running row max of the raw scores
     Tile m_prev = alloc_fragment({bm}, f32);
+    Tile m_scaled = alloc_fragment({bm}, f32);   // m * scale * log2(e); 0 while m is -inf
     Tile l = alloc_fragment({bm}, f32);          // running row sum
     Tile row_sum = alloc_fragment({bm}, f32);
     Tile corr = alloc_fragment({bm}, f32);       // rescale factor of the previous partials
 
+    // Causal: later query blocks see more keys. Launch them first so the short blocks fill
+    // the last wave instead of the long ones.
+    Expr q_blocks = ceildiv(S, bm);
+    Expr bx = v.causal ? q_blocks - 1 - Expr(bx_launch) : Expr(bx_launch);
     Expr hk = h / (H / Hkv);
     Expr L = v.lens ? Expr(lens(b)) : Expr(Skv);
     Expr diag = L - S; // causal: key j is visible from query i when j <= i + diag
@@ -65,28 +70,26 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
       gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
       // Only blocks at the end of the keys or across the causal diagonal need the mask; the
       // test is uniform per block, so the others skip the per-element comparisons.
-      Expr unmasked = kb * bn + bn <= L;
-      if (v.causal) unmasked = unmasked && kb * bn + bn - 1 <= bx * bm + diag;
-      if_then_else(
-          unmasked,
-          [&] { parallel({bm, bn}, [&](Var i, Var j) { s(i, j) = s(i, j) * qk_scale; }); },
-          [&] {
-            parallel({bm, bn}, [&](Var i, Var j) {
-              Expr key = kb * bn + j;
-              Expr ok = key < L;
-              if (v.causal) ok = ok && key <= bx * bm + i + diag;
-              s(i, j) = select(ok, s(i, j) * qk_scale, -infinity());
-            });
-          });
+      Expr masked = kb * bn + bn > L;
+      if (v.causal) masked = masked || kb * bn + bn - 1 > bx * bm + diag;
+      if_then(masked, [&] {
+        parallel({bm, bn}, [&](Var i, Var j) {
+          Expr key = kb * bn + j;
+          Expr ok = key < L;
+          if (v.causal) ok = ok && key <= bx * bm + i + diag;
+          s(i, j) = select(ok, s(i, j), -infinity());
+        });
+      });
       copy(m, m_prev);
       reduce_max(s, m, 1, /*clear=*/false);
-      // A row that has seen no valid key keeps m = -inf; its terms must stay 0, not NaN.
+      // The scale is folded into one multiply-add per score: exp2(s * c - m * c). A row that
+      // has seen no valid key keeps m = -inf; m_scaled = 0 then makes its terms exp2(-inf) = 0
+      // (and corr 0, which leaves its zero partials zero) instead of NaN.
       parallel({bm}, [&](Var i) {
-        corr(i) = select(m(i) == -infinity(), 1.0, exp2(m_prev(i) - m(i)));
+        m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
+        corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
       });
-      parallel({bm, bn}, [&](Var i, Var j) {
-        s(i, j) = select(m(i) == -infinity(), 0.0, exp2(s(i, j) - m(i)));
-      });
+      parallel({bm, bn}, [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i)); });
       reduce_sum(s, row_sum, 1);
       parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
       parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
@@ -97,7 +100,7 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
     copy(o, O.tile(b, h, bx * bm, 0));
     if (v.lse) {
       parallel({bm}, [&](Var i) {
-        row_sum(i) = select(l(i) > 0, (m(i) + log2(l(i))) * kLn2, -infinity());
+        row_sum(i) = select(l(i) > 0, (m(i) * qk_scale + log2(l(i))) * kLn2, -infinity());
       });
       copy(row_sum, LSE.tile(b, h, bx * bm));
     }

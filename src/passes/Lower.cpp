@@ -93,8 +93,15 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
 namespace tp::passes {
 
 Target Target::parse(const std::string& arch) {
+  // sm_90a-notma names the variant launched when a tensor's rows are not 16-byte aligned.
+  if (arch == "sm_90a-notma") {
+    Target t;
+    t.allow_tma = false;
+    return t;
+  }
   if (arch != "sm_90a" && arch != "sm_80")
-    user_error() << "unsupported --arch '" << arch << "'; use sm_90a (H100/H200) or sm_80 (A100)";
+    user_error() << "unsupported --arch '" << arch
+                 << "'; use sm_90a (H100/H200), sm_90a-notma (without TMA) or sm_80 (A100)";
   Target t;
   t.arch = arch;
   return t;

@@ -24,9 +24,15 @@ LowerContext::LowerContext(const ir::KernelNode& kn, const Target& t, const Layo
 }
 
 ir::Stmt LowerContext::barrier() const {
-  if (plan.warp_specialized)
-    return call("tp::block::named_sync", {Expr(1), Expr(consumer_threads())});
-  return call("tp::block::sync");
+  ir::Stmt sync = plan.warp_specialized
+                      ? call("tp::block::named_sync", {Expr(1), Expr(consumer_threads())})
+                      : call("tp::block::sync");
+  if (!target.sm90()) return sync;
+  // wgmma reads shared memory through the async proxy: ordinary stores into a tile a later
+  // wgmma reads are visible to it only after fence.proxy.async by the writing threads, before
+  // the barrier that hands the tile over. Without it wgmma can read stale data (seen on the
+  // H200 as missing partial sums in the no-TMA GEMM variant).
+  return seq({call("tp::sm90::fence_proxy_async_shared"), sync});
 }
 
 const Buffer& LowerContext::reg(const Buffer& frag) const {

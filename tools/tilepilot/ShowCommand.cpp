@@ -21,7 +21,7 @@ void add_show_command(CLI::App& app, int* rc) {
   cmd->add_option("--shape", a->shape, "problem keys (defaults fill the rest)");
   cmd->add_option("--config", a->config, "knobs");
   cmd->add_option("--stage", a->stage, "ir | lowered | cuda | ptx | resources");
-  cmd->add_option("--arch", a->arch, "sm_80 | sm_90a");
+  cmd->add_option("--arch", a->arch, "sm_80 | sm_90a | sm_90a-notma (the variant for rows not 16-byte aligned)");
   cmd->add_option("--dtype", a->dtype, "bf16 | f16 | f32");
   cmd->callback([a, rc] {
     const ops::Operator& op = ops::find_operator(a->op);
@@ -33,19 +33,20 @@ void add_show_command(CLI::App& app, int* rc) {
     for (const auto& [k, help] : op.shape_keys())
       if (kv.count(k)) mine[k] = kv[k];
     ops::Problem p = op.parse(mine, parse_dtype_or_fail(a->dtype));
-    ops::Config c = a->config.empty() ? op.default_config(p, a->arch) : ops::parse_config(a->config);
+    const passes::Target target = passes::Target::parse(a->arch);
+    ops::Config c = a->config.empty() ? op.default_config(p, target.arch) : ops::parse_config(a->config);
     Kernel k = op.build(p, c);
     if (a->stage == "ir") {
       std::cout << ir::to_string(k.node());
     } else if (a->stage == "lowered" || a->stage == "cuda" || a->stage == "ptx" ||
                a->stage == "resources") {
-      cuda::LoweredKernel lk = cuda::lower_kernel(k, passes::Target::parse(a->arch));
+      cuda::LoweredKernel lk = cuda::lower_kernel(k, target);
       if (a->stage == "lowered") {
         std::cout << lk.lowered_text;
       } else if (a->stage == "cuda") {
         std::cout << lk.source;
       } else {
-        rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, a->arch, {});
+        rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, target.arch, {});
         if (a->stage == "ptx") {
           std::cout << j.compiled.ptx;
         } else {
