@@ -1,0 +1,96 @@
+// check, ops, env: the same JSON the CLI prints (`tilepilot check --json`, `ops --json`,
+// `env --json`), returned as text that the Python side parses, so both stay one contract.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nlohmann/json.hpp>
+
+#include "bindings.h"
+#include "tilepilot/error.h"
+#include "ops/Check.h"
+#include "ops/CudaCheck.h"
+#include "tilepilot/runtime.h"
+
+namespace nb = nanobind;
+
+namespace tp::py {
+
+namespace {
+
+std::string check_json(const std::string& op_name, const std::map<std::string, std::string>& shape,
+                       const std::string& dtype, const std::string& backend, uint64_t seed,
+                       const std::optional<ops::Config>& config, double atol, double rtol) {
+  const ops::Operator& op = ops::find_operator(op_name);
+  auto dt = parse_dtype(dtype);
+  if (!dt) user_error() << "dtype '" << dtype << "' is not known; use bf16, f16 or f32";
+  if (backend != "cpu" && backend != "cuda")
+    user_error() << "backend '" << backend
+                 << "' is not known; use cpu (the reference interpreter) or cuda (an NVIDIA GPU)";
+  ops::Problem p = op.parse(shape, *dt);
+  ops::CheckOptions o;
+  o.backend = backend;
+  o.arch = backend == "cpu" ? "cpu" : "sm_90a"; // as the CLI: picks the default config
+  o.seed = seed;
+  o.atol = atol;
+  o.rtol = rtol;
+  if (config && !config->empty()) {
+    op.validate(p, *config);
+    o.config = *config;
+  }
+  ops::CheckResult r;
+  {
+    nb::gil_scoped_release unlocked;
+    r = backend == "cuda" ? ops::check_cuda(op, p, o) : ops::check(op, p, o);
+  }
+  return ops::to_json(r).dump();
+}
+
+std::string ops_json() {
+  nlohmann::json all = nlohmann::json::array();
+  for (const ops::Operator* op : ops::all_operators()) {
+    nlohmann::json j;
+    j["name"] = op->name();
+    j["summary"] = op->summary();
+    for (const auto& [k, help] : op->shape_keys()) j["shape_keys"][k] = help;
+    for (const ops::Knob& kn : op->knobs())
+      j["config_space"][kn.name] = {{"values", kn.values}, {"help", kn.help}};
+    all.push_back(j);
+  }
+  return all.dump();
+}
+
+std::string env_json() {
+  rt::EnvironmentInfo e = rt::capture_environment();
+  nlohmann::json j;
+  j["tilepilot"] = e.tilepilot_version;
+  j["git_commit"] = e.git_commit;
+  j["compiler"] = e.host_compiler;
+  j["os"] = e.os;
+  j["cuda_toolkit"] = e.cuda_toolkit;
+  j["nvrtc"] = e.nvrtc;
+  j["driver"] = e.driver;
+  j["gpus"] = nlohmann::json::array();
+  for (const auto& g : e.gpus)
+    j["gpus"].push_back({{"ordinal", g.ordinal},
+                         {"name", g.name},
+                         {"arch", g.arch},
+                         {"sm_count", g.sm_count},
+                         {"memory_bytes", g.total_memory_bytes},
+                         {"l2_bytes", g.l2_bytes}});
+  if (!e.gpu_note.empty()) j["gpu_note"] = e.gpu_note;
+  j["cublaslt"] = e.cublaslt;
+  j["cudnn"] = e.cudnn;
+  return j.dump();
+}
+
+} // namespace
+
+void bind_info(nb::module_& m) {
+  m.def("check_json", &check_json, nb::arg("op"), nb::arg("shape"), nb::arg("dtype"),
+        nb::arg("backend"), nb::arg("seed"), nb::arg("config").none(), nb::arg("atol"),
+        nb::arg("rtol"));
+  m.def("ops_json", &ops_json);
+  m.def("env_json", &env_json);
+}
+
+} // namespace tp::py

@@ -1,0 +1,59 @@
+"""The CUDA backend and the torch ops' TilePilot path. Skipped without torch and a CUDA GPU.
+
+Without a release (TILEPILOT_RELEASE) dispatch runs its own fallbacks (cuBLASLt / cuDNN) for
+backend='cuda', and the torch ops fall back to torch; results must be right either way.
+"""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+import tilepilot  # noqa: E402
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16}
+TOL = {"bf16": 2e-2, "f16": 1e-2}
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn"])
+def test_gemm_cuda(dtype, layout):
+    M, N, K = 77, 45, 133
+    a = torch.randn(K if layout == "tn" else M, M if layout == "tn" else K, device="cuda",
+                    dtype=DT[dtype])
+    b = torch.randn(N if layout == "nt" else K, K if layout == "nt" else N, device="cuda",
+                    dtype=DT[dtype])
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):  # the call must run on the caller's current stream
+        c = tilepilot.gemm(a, b, layout, backend="cuda")
+    s.synchronize()
+    want = (a.float().t() if layout == "tn" else a.float()) @ (
+        b.float().t() if layout == "nt" else b.float())
+    torch.testing.assert_close(c.float(), want, atol=TOL[dtype] * math.sqrt(K), rtol=TOL[dtype])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_cuda(causal):
+    q = torch.randn(2, 8, 77, 64, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, 2, 77, 64, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    o = tilepilot.attention(q, k, v, causal=causal, backend="cuda")
+    kk, vv = (t.float().repeat_interleave(4, dim=1) for t in (k, v))
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), kk, vv, is_causal=causal)
+    torch.testing.assert_close(o.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_torch_ops_on_cuda_match_torch():
+    q = torch.randn(1, 4, 64, 128, device="cuda", dtype=torch.bfloat16)
+    o = torch.ops.tilepilot.attention(q, q, q, True, None)
+    want = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    torch.testing.assert_close(o, want, atol=2e-2, rtol=2e-2)
+    a = torch.randn(64, 96, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(torch.ops.tilepilot.gemm(a, a.t().contiguous(), "nn"),
+                               a @ a.t(), atol=5e-2, rtol=1e-2)
+
+
+def test_check_cuda_passes():
+    r = tilepilot.check("gemm", "M=77,N=45,K=133", dtype="bf16", backend="cuda")
+    assert r["passed"], r
