@@ -210,7 +210,9 @@ std::string Dispatcher::summary() const {
 }
 
 Dispatcher& default_dispatcher() {
-  static Dispatcher d([] {
+  // Never destroyed: its cuBLASLt / cuDNN handles and device buffers would otherwise be freed
+  // after the driver's own static state at exit.
+  static Dispatcher* d = new Dispatcher([] {
     DispatchOptions o;
     if (const char* env = std::getenv("TILEPILOT_RELEASE")) {
       std::stringstream ss(env);
@@ -219,7 +221,7 @@ Dispatcher& default_dispatcher() {
     }
     return o;
   }());
-  return d;
+  return *d;
 }
 
 void gemm(const HostTensor& A, const HostTensor& B, HostTensor& C, const std::string& layout) {

@@ -23,6 +23,7 @@ struct Dispatcher::Impl {
   std::map<std::string, Kernel> host_kernels;
   std::map<std::string, std::shared_ptr<cuda::CudaKernel>> device_kernels;
   std::map<std::string, std::pair<FallbackReason, std::string>> broken;
+  std::set<std::string> launched; // device buckets whose pinned kernel has launched once
 
   std::mutex device_mu; // serializes device execution (cuBLASLt / cuDNN handles)
   std::unique_ptr<dispatch::DeviceRun> device;

@@ -100,9 +100,28 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
       }
     }
     if (r.pinned) {
-      ck->launch(a, s);
-      im.count_pinned(p.op);
-      return;
+      bool first;
+      {
+        std::lock_guard<std::mutex> g(im.mu);
+        first = !im.launched.count(key);
+      }
+      try {
+        ck->launch(a, s);
+      } catch (const UserError& e) {
+        // A bucket that never launched here (shared memory over this device's limit, a launch
+        // the driver refuses) has a config that does not run on this device: fall back. The
+        // arguments were checked already; once a bucket has launched, errors propagate.
+        if (!first) throw;
+        mark_broken(im, key, r, FallbackReason::compile_failed,
+                    "the pinned config " + ops::config_str(cfg) +
+                        " does not launch here: " + e.what());
+      }
+      if (r.pinned) {
+        std::lock_guard<std::mutex> g(im.mu);
+        im.launched.insert(key);
+        ++im.counters[p.op].pinned;
+        return;
+      }
     }
   }
   std::string impl = dev.fallback(p, a, s);

@@ -263,3 +263,15 @@ TEST_F(DispatchHost, DeviceCallsWithoutAGpuSayWhatIsMissing) {
     EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
   }
 }
+
+TEST_F(DispatchHost, TheFreeFunctionsUseReleasesFromTheEnvironment) {
+  // The process-wide dispatcher reads $TILEPILOT_RELEASE once, at first use; no other test in
+  // this binary touches it.
+  std::string dir = gemm_release("env", {{in_matrix, kCpuGemm}});
+  ::setenv("TILEPILOT_RELEASE", ("/nonexistent-first:" + dir).c_str(), 1);
+  auto a = gemm_args(in_matrix);
+  ops::gemm(a[0], a[1], a[2], "nt");
+  EXPECT_TRUE(same_bits(a[2], interpreted(in_matrix, kCpuGemm)));
+  EXPECT_EQ(default_dispatcher().counters("gemm").pinned, 1);
+  ::unsetenv("TILEPILOT_RELEASE");
+}
