@@ -48,6 +48,11 @@ ops::DeviceView view(const Buf& b) {
 
 } // namespace
 
+void DeviceExec::compile_helpers(const std::string& arch) {
+  rt::jit_compile_only(std::string("// TilePilot model weights\n") + kFill, "tp_model_fill",
+                       "models tp_model_fill", arch, {});
+}
+
 DeviceExec::DeviceExec() : device_(dispatch::current_device()) {
   baseline_used_ = peak_used_ = device_used_bytes();
 }

@@ -47,6 +47,9 @@ public:
   size_t allocated_bytes() const { return bytes_; }
   const ops::DeviceIdentity& device() const { return device_; }
 
+  /// NVRTC-compiles the weight-initialization kernel for `arch` without a GPU (CI checks it).
+  static void compile_helpers(const std::string& arch);
+
 private:
   CUevent event();
 

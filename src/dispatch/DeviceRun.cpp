@@ -38,6 +38,11 @@ extern "C" __global__ void tp_f32_to_16(const float* in, unsigned short* out, lo
 
 } // namespace
 
+void compile_convert_kernel(const std::string& arch) {
+  rt::jit_compile_only(std::string("// TilePilot dispatch conversion\n") + kConvert, "tp_f32_to_16",
+                       "dispatch tp_f32_to_16", arch, {});
+}
+
 ops::DeviceIdentity current_device() {
   std::string why;
   auto info = rt::device_info(rt::selected_device_ordinal(), &why);

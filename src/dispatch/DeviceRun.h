@@ -20,6 +20,10 @@ class CudnnAttention;
 
 namespace tp::dispatch {
 
+/// NVRTC-compiles the f32 -> bf16/f16 conversion the reference fallbacks use, for `arch`,
+/// without a GPU (CI checks it).
+void compile_convert_kernel(const std::string& arch);
+
 /// GPU 0 (or $TILEPILOT_DEVICE) as releases see it; user error when there is no usable GPU.
 ops::DeviceIdentity current_device();
 

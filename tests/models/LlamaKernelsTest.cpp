@@ -5,6 +5,8 @@
 
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
+#include "dispatch/DeviceRun.h"
+#include "llama/DeviceExec.h"
 #include "llama/LlamaKernels.h"
 #include "runtime/Jit.h"
 #include "runtime/Nvrtc.h"
@@ -176,4 +178,11 @@ TEST(LlamaKernels, LowerAndCompileForSm90aAtLlama3Sizes) {
       EXPECT_FALSE(j.compiled.cubin.empty());
     }
   }
+}
+
+TEST(LlamaKernels, HandWrittenHelperKernelsCompileForSm90a) {
+  std::string why;
+  if (!rt::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC: " << why;
+  EXPECT_NO_THROW(DeviceExec::compile_helpers("sm_90a"));
+  EXPECT_NO_THROW(dispatch::compile_convert_kernel("sm_90a"));
 }
