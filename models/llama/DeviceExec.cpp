@@ -53,7 +53,20 @@ void DeviceExec::compile_helpers(const std::string& arch) {
                        "models tp_model_fill", arch, {});
 }
 
-DeviceExec::DeviceExec() : device_(dispatch::current_device()) {
+namespace {
+
+ops::DeviceIdentity gpu_or_explain() {
+  std::string why;
+  if (!rt::device_info(rt::selected_device_ordinal(), &why))
+    user_error() << "the model on the GPU needs one: " << why
+                 << "; without a GPU, run the tiny model on the interpreter (tilepilot model "
+                    "--backend cpu --preset tiny)";
+  return dispatch::current_device();
+}
+
+} // namespace
+
+DeviceExec::DeviceExec() : device_(gpu_or_explain()) {
   baseline_used_ = peak_used_ = device_used_bytes();
 }
 
