@@ -1,4 +1,4 @@
-// Timing, statistics, records, the "ours" registry and the device-side input fill.
+// Records, the "ours" registry and the device-side input fill (timing: runtime/Timing.cpp).
 #include "BenchHarness.h"
 
 #include <algorithm>
@@ -17,14 +17,6 @@
 namespace tp::bench {
 
 namespace {
-
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  double pos = q * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(pos));
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
 
 std::map<std::string, OursFactory>& registry() {
   static std::map<std::string, OursFactory> r;
@@ -55,49 +47,6 @@ extern "C" __global__ void fill_uniform(unsigned short* dst, unsigned long long 
 )";
 
 } // namespace
-
-Timing summarize(std::vector<double> samples) {
-  Timing t;
-  std::sort(samples.begin(), samples.end());
-  if (!samples.empty()) {
-    t.median_ms = quantile(samples, 0.5);
-    t.iqr_ms = quantile(samples, 0.75) - quantile(samples, 0.25);
-    t.min_ms = samples.front();
-    t.max_ms = samples.back();
-  }
-  t.samples_ms = std::move(samples);
-  return t;
-}
-
-double tflops(double flops, double ms) {
-  return ms > 0 ? flops / (ms * 1e9) : 0;
-}
-
-Harness::Harness(TimingOptions options) : options_(options) {
-  if (options_.runs < 1) user_error() << "bench: runs=" << options_.runs << " must be at least 1";
-  if (options_.warmup < 0) user_error() << "bench: warmup must not be negative";
-  if (options_.flush_l2) flush_ = rt::DeviceBuffer(options_.flush_bytes / 4 * 4);
-}
-
-Timing Harness::time(const Timed& fn) {
-  rt::Driver& d = rt::driver();
-  CUstream s = stream_.get();
-  for (int i = 0; i < options_.warmup; ++i)
-    fn(s);
-  TILEPILOT_CU(d.cuStreamSynchronize(s));
-  std::vector<double> samples;
-  rt::EventTimer timer;
-  for (int i = 0; i < options_.runs; ++i) {
-    // A new value each time, so that no cache or compression can keep the old lines.
-    if (options_.flush_l2)
-      TILEPILOT_CU(d.cuMemsetD32Async(flush_.ptr(), ++flush_value_, flush_.bytes() / 4, s));
-    timer.start(s);
-    fn(s);
-    timer.stop(s);
-    samples.push_back(timer.elapsed_ms()); // waits for the stop event
-  }
-  return summarize(std::move(samples));
-}
 
 std::optional<double> SideBySide::speedup() const {
   if (!ours || !ref || ours->median_ms <= 0) return std::nullopt;

@@ -1,7 +1,8 @@
-// The benchmark harness: times a function of a stream with CUDA events, the L2 flushed before
-// every timed run (outside the timed window), after warm-up; reports the median and the
-// interquartile range, and side-by-side records of ours vs a vendor reference (cuBLASLt, cuDNN)
-// measured in the same process. Also the registry through which the CUDA backend provides "ours".
+// The benchmark harness: side-by-side records of ours vs a vendor reference (cuBLASLt, cuDNN)
+// measured in the same process, their table and JSON, the registry through which the CUDA
+// backend provides "ours", and a device-side input fill. Timing itself (CUDA events, the L2
+// flushed before every timed run outside the timed window, median and interquartile range) is
+// runtime/Timing.h, aliased below.
 #pragma once
 #include <cuda.h>
 #include <functional>
@@ -13,46 +14,18 @@
 #include "ops/Operator.h"
 #include "runtime/DeviceBuffer.h"
 #include "runtime/Launch.h"
+#include "runtime/Timing.h"
 
 namespace tp::bench {
 
-using Timed = std::function<void(CUstream)>;
-
-struct TimingOptions {
-  int warmup = 10;
-  int runs = 50;
-  bool flush_l2 = true;
-  size_t flush_bytes = size_t(256) << 20; // well over the H200's 60 MB L2
-};
-
-struct Timing {
-  double median_ms = 0, iqr_ms = 0, min_ms = 0, max_ms = 0;
-  std::vector<double> samples_ms;
-};
-
-/// Median and IQR (Q3 - Q1, linear interpolation between order statistics) of `samples_ms`.
-Timing summarize(std::vector<double> samples_ms);
-
-/// flops / (ms * 1e9): TFLOP/s.
-double tflops(double flops, double ms);
-
-class Harness {
-public:
-  /// Makes the GPU's context current, creates a stream and (when flushing) the flush buffer.
-  explicit Harness(TimingOptions options = {});
-  CUstream stream() const { return stream_.get(); }
-  const TimingOptions& options() const { return options_; }
-
-  /// Runs `fn` options.warmup times, then options.runs times each between two events, with the
-  /// L2 flushed (cuMemsetD32Async over the flush buffer) before each start event.
-  Timing time(const Timed& fn);
-
-private:
-  TimingOptions options_;
-  rt::Stream stream_;
-  rt::DeviceBuffer flush_;
-  uint32_t flush_value_ = 0;
-};
+// The timing core lives in the core library (runtime/Timing.h) so that `tilepilot bench`, the
+// pilot and the tuner time exactly as these programs do; the names stay available here.
+using Timed = rt::Timed;
+using TimingOptions = rt::TimingOptions;
+using Timing = rt::Timing;
+using Harness = rt::TimingHarness;
+using rt::summarize;
+using rt::tflops;
 
 /// One problem timed both ways. A side that could not run has no timing and a note saying why.
 struct SideBySide {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/AllocationStats.h"
 #include "runtime/Driver.h"
 #include "tilepilot/error.h"
 
@@ -33,17 +34,24 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
                  << format_bytes(free) << " of " << format_bytes(total) << " is free";
   }
   check_cu(r, "cuMemAlloc"); // any other failure: the generic message
+  note_device_alloc(bytes);
 }
 
 DeviceBuffer::~DeviceBuffer() {
   // A failing free here (e.g. a sticky error after a kernel fault) must not throw from a
   // destructor; the fault itself is reported by the call that observes it.
-  if (ptr_) driver().cuMemFree(ptr_);
+  if (ptr_) {
+    note_device_free(bytes_);
+    driver().cuMemFree(ptr_);
+  }
 }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) driver().cuMemFree(ptr_);
+    if (ptr_) {
+      note_device_free(bytes_);
+      driver().cuMemFree(ptr_);
+    }
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     o.ptr_ = 0;
