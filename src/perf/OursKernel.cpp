@@ -1,0 +1,21 @@
+// OursKernel: build, compile and load once; launch many times.
+#include "perf/OursKernel.h"
+
+namespace tp::perf {
+
+ops::DeviceArgs upload_args(const ops::Operator& op, const ops::Problem& p, uint64_t seed) {
+  return ops::DeviceArgs::upload(op.make_args(p, seed));
+}
+
+OursKernel::OursKernel(const ops::Operator& op, const ops::Problem& p, const ops::Config& c,
+                       const std::vector<cuda::DeviceTensor>& args)
+    : OursKernel(op.build(p, c), args) {} // build() validates the config
+
+OursKernel::OursKernel(const Kernel& k, const std::vector<cuda::DeviceTensor>& args)
+    : arch_(ops::device_arch()), args_(args),
+      kernel_(std::make_unique<cuda::CudaKernel>(k, arch_)) {
+  // Compile and load now, so that the first timed launch does not pay for it.
+  timings_ = kernel_->prepare(args_);
+}
+
+} // namespace tp::perf
