@@ -47,6 +47,11 @@ void set_default_hooks(HookFactory factory) {
   registry() = std::move(factory);
 }
 
+bool has_default_hooks() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  return bool(registry());
+}
+
 std::optional<TuneHooks> default_hooks(const ops::Operator& op, const ops::Problem& problem,
                                        const std::string& arch) {
   HookFactory factory;

@@ -65,6 +65,9 @@ using HookFactory = std::function<TuneHooks(const ops::Operator& op, const ops::
 /// with `measure` empty and `why_no_measure` set. Replaces any earlier registration.
 void set_default_hooks(HookFactory factory);
 
+/// Whether a factory is registered.
+bool has_default_hooks();
+
 /// The registered backend's hooks for (op, problem, arch); nullopt when no backend registered.
 std::optional<TuneHooks> default_hooks(const ops::Operator& op, const ops::Problem& problem,
                                        const std::string& arch);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "runtime/Nvrtc.h"
 #include "tilepilot/runtime.h"
 
 namespace {
@@ -59,15 +60,23 @@ TEST(TuneCommand, DryRunJsonCountsAddUp) {
 
 TEST(TuneCommand, WithoutAGpuSaysNotRunAndExits2) {
   if (tp::rt::device_count() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
-  CliRun r = run("tune gemm --shape M=256,N=256,K=256");
+  // Without a GPU every kept candidate is compile-checked with NVRTC (the CUDA hooks are
+  // registered): a narrow --space keeps that to a few compiles.
+  const std::string space = " --space 'bm=128,bn=128|256,stages=3,threads=256,swizzle=0'";
+  CliRun r = run("tune gemm --shape M=256,N=256,K=256" + space);
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("space: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not run: measurement needs an sm_90a GPU ("), std::string::npos) << r.out;
-  CliRun j = run("tune gemm --shape M=256,N=256,K=256 --json");
+  CliRun j = run("tune gemm --shape M=256,N=256,K=256 --json" + space);
   EXPECT_EQ(j.rc, 2);
   nlohmann::json o = nlohmann::json::parse(j.out);
   EXPECT_EQ(o["status"], "not_run");
   EXPECT_EQ(o["reason"].get<std::string>().find("not run: measurement needs an sm_90a GPU ("), 0u);
+  if (tp::rt::nvrtc_available()) {
+    ASSERT_TRUE(o.contains("compile_check")) << o.dump(2);
+    for (const auto& c : o["compile_check"]["candidates"])
+      if (c["status"] != "pruned") EXPECT_EQ(c["status"], "compiled") << c;
+  }
 }
 
 TEST(TuneCommand, BadInputNamesTheFix) {

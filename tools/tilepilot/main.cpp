@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "Commands.h"
+#include "autotune/CudaHooks.h"
 #include "tilepilot/error.h"
 
 int main(int argc, char** argv) {
@@ -10,6 +11,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(TILEPILOT_VERSION) + " (" TILEPILOT_GIT_COMMIT ")");
   int rc = 0;
+  // `tilepilot tune` and adaptive config choice find the CUDA backend's tuning hooks through
+  // the registry; registered here, explicitly, because a static initialiser in the core library
+  // would be dropped by the linker.
+  tp::autotune::register_cuda_tune_hooks();
   tp::cli::add_info_commands(app, &rc);
   tp::cli::add_show_command(app, &rc);
   tp::cli::add_check_command(app, &rc);
