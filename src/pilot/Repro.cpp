@@ -48,7 +48,13 @@ ops::CheckResult run_case(const ReproCase& c, const Backends& b) {
   if (!b.check_cuda)
     user_error() << "this case runs on the cuda backend, which this build does not have; "
                     "replay it on the interpreter with --backend cpu";
-  return b.check_cuda(*op, c.problem, o);
+  try {
+    return b.check_cuda(*op, c.problem, o);
+  } catch (const StageSkipped& e) {
+    user_error() << "this case runs on the cuda backend, which cannot run here: " << e.what()
+                 << "; replay it on the interpreter with --backend cpu";
+    throw;
+  }
 }
 
 nlohmann::json to_json(const ReproCase& c) {
