@@ -85,7 +85,9 @@ TEST(GpuPerf, PeakMemoryCountsArgumentsAndTheVendorWorkspace) {
   EXPECT_LT(m.kernel.counted_peak_bytes, args + (1u << 20)) << "ours allocates no workspace";
   // cuBLASLt's 32 MiB workspace is a DeviceBuffer: counted exactly.
   EXPECT_GE(m.reference.counted_peak_bytes, args + (32ull << 20));
-  EXPECT_GT(m.reference.peak_mb(), m.kernel.peak_mb());
+  // The uncounted part (module code, library internals; cuMemGetInfo, 2 MiB pages) is small.
+  EXPECT_LT(m.kernel.other_bytes, 64ull << 20);
+  EXPECT_GE(m.reference.peak_mb(), double(m.reference.counted_peak_bytes) / (1 << 20));
   EXPECT_EQ(m.reference_name.rfind("cuBLASLt ", 0), 0u);
 }
 

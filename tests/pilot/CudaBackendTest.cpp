@@ -164,7 +164,8 @@ seed: 7
   EXPECT_EQ(w["ref_name"].get<std::string>().rfind("cuBLASLt ", 0), 0u) << w;
   const auto& m = r.stage("memory")->data["cases"][0];
   EXPECT_GE(m["kernel_peak_mb"].get<double>(), 3 * 2048.0 * 2048 * 2 / (1 << 20)) << m;
-  EXPECT_GT(m["reference_peak_mb"].get<double>(), m["kernel_peak_mb"].get<double>()) << m;
+  // cuBLASLt's 32 MiB workspace on top of the same arguments.
+  EXPECT_GE(m["reference_peak_mb"].get<double>(), 32 + 3 * 2048.0 * 2048 * 2 / (1 << 20)) << m;
   for (const auto& f : r.stage("fallback")->data["cases"]) {
     EXPECT_TRUE(f["passed"].get<bool>()) << f;
     EXPECT_EQ(f["fallback"].get<std::string>().rfind("cuBLASLt ", 0), 0u) << f;
