@@ -16,7 +16,8 @@ struct CompileOnly {
   double nvrtc_ms = 0; // measured in this call: the cache is bypassed
   /// registers, shared_bytes (dynamic + static), dynamic_shared_bytes, static_shared_bytes,
   /// spill_bytes (stores + loads), spill_store_bytes, spill_load_bytes, stack_bytes, barriers,
-  /// threads, tma; registers is -1 when ptxas did not report the entry.
+  /// block_threads (launched: consumers plus any producer warpgroup), tma; registers is -1 when
+  /// ptxas did not report the entry.
   nlohmann::json resources = nlohmann::json::object();
 };
 

@@ -33,7 +33,7 @@ TEST(CompileOnly, GemmForSm90aReportsResourcesWithoutAGpu) {
   EXPECT_GT(c.resources["registers"].get<int>(), 0) << c.resources << "\n" << c.nvrtc_log;
   EXPECT_GT(c.resources["shared_bytes"].get<int64_t>(), 0) << c.resources;
   EXPECT_EQ(c.resources["spill_bytes"].get<int>(), 0) << c.resources;
-  EXPECT_GT(c.resources["threads"].get<int>(), 0);
+  EXPECT_GT(c.resources["block_threads"].get<int>(), 0);
   EXPECT_TRUE(c.resources["tma"].get<bool>()) << "the default sm_90a gemm loads with TMA";
 }
 
