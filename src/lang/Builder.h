@@ -18,6 +18,9 @@ struct KernelBuilder {
   int64_t smem_bytes = 0;
   int64_t smem_limit = 0;
   std::map<std::string, std::string> attrs;
+  /// Numbers the kernel's tiles (shared0, frag1, ...). Per kernel, so that two builds of one
+  /// config generate the same source and hence the same cache key.
+  int tiles = 0;
 };
 
 /// The kernel being built on this thread, or a user error naming `op` when there is none.

@@ -34,11 +34,10 @@ Tile alloc(Scope scope, std::vector<int64_t> shape, DType t, Loc l) {
     if (e <= 0) user_error(loc) << op << ": tile extents must be positive, got " << shape_str(shape);
   if (t == DType::boolean) user_error(loc) << op << ": bool tiles are not supported; use i32";
   std::vector<Expr> sh(shape.begin(), shape.end());
-  static int counter = 0;
   std::string name = std::string(scope == Scope::shared     ? "shared"
                                  : scope == Scope::fragment ? "frag"
                                                             : "local") +
-                     std::to_string(counter++);
+                     std::to_string(kb.tiles++);
   ir::Buffer b = ir::make_buffer(name, scope, t, std::move(sh), kb.kernel_uid, loc);
   if (scope == Scope::shared) {
     int64_t bytes = b->const_elements() * dtype_bytes(t);
