@@ -41,17 +41,39 @@ TP_DEVICE float round_as(float x) { return f(as<T>(x)); }
 
 TP_DEVICE float inf() { return __int_as_float(0x7f800000); }
 
-/// Two adjacent elements from two floats in one store (p aligned to twice the element size).
+/// Two adjacent elements from two floats, in one store when p is aligned to twice the element
+/// size. The caller checks that the element index is even; a tensor view may still start at an
+/// odd element (a DLPack slice), so the address itself decides.
+TP_DEVICE bool aligned_to(const void* p, unsigned long long bytes) {
+  return (reinterpret_cast<unsigned long long>(p) & (bytes - 1)) == 0;
+}
 TP_DEVICE void store2(bf16* p, float a, float b) {
-  *reinterpret_cast<uint32_t*>(p) = pack(to_bf16(a), to_bf16(b)).bits;
+  if (aligned_to(p, 4)) {
+    *reinterpret_cast<uint32_t*>(p) = pack(to_bf16(a), to_bf16(b)).bits;
+  } else {
+    p[0] = to_bf16(a);
+    p[1] = to_bf16(b);
+  }
 }
 TP_DEVICE void store2(half* p, float a, float b) {
-  *reinterpret_cast<uint32_t*>(p) = pack(to_half(a), to_half(b)).bits;
+  if (aligned_to(p, 4)) {
+    *reinterpret_cast<uint32_t*>(p) = pack(to_half(a), to_half(b)).bits;
+  } else {
+    p[0] = to_half(a);
+    p[1] = to_half(b);
+  }
 }
 struct alignas(8) F2 {
   float a, b;
 };
-TP_DEVICE void store2(float* p, float a, float b) { *reinterpret_cast<F2*>(p) = F2{a, b}; }
+TP_DEVICE void store2(float* p, float a, float b) {
+  if (aligned_to(p, 8)) {
+    *reinterpret_cast<F2*>(p) = F2{a, b};
+  } else {
+    p[0] = a;
+    p[1] = b;
+  }
+}
 
 struct alignas(16) Vec16 {
   uint32_t w[4];
