@@ -21,25 +21,45 @@
 namespace tp::cg {
 
 // Element conversions: every load becomes a float (or int), every store rounds to its type.
-TP_DEVICE float f(float x) { return x; }
-TP_DEVICE float f(bf16 x) { return to_float(x); }
-TP_DEVICE float f(half x) { return to_float(x); }
-TP_DEVICE int f(int x) { return x; }
+TP_DEVICE float f(float x) {
+  return x;
+}
+TP_DEVICE float f(bf16 x) {
+  return to_float(x);
+}
+TP_DEVICE float f(half x) {
+  return to_float(x);
+}
+TP_DEVICE int f(int x) {
+  return x;
+}
 template <typename T>
 TP_DEVICE T as(float x);
 template <>
-TP_DEVICE float as<float>(float x) { return x; }
+TP_DEVICE float as<float>(float x) {
+  return x;
+}
 template <>
-TP_DEVICE bf16 as<bf16>(float x) { return to_bf16(x); }
+TP_DEVICE bf16 as<bf16>(float x) {
+  return to_bf16(x);
+}
 template <>
-TP_DEVICE half as<half>(float x) { return to_half(x); }
+TP_DEVICE half as<half>(float x) {
+  return to_half(x);
+}
 template <>
-TP_DEVICE int as<int>(float x) { return static_cast<int>(x); }
+TP_DEVICE int as<int>(float x) {
+  return static_cast<int>(x);
+}
 /// Rounds through T and back (a cast to a 16-bit type inside an f32 expression).
 template <typename T>
-TP_DEVICE float round_as(float x) { return f(as<T>(x)); }
+TP_DEVICE float round_as(float x) {
+  return f(as<T>(x));
+}
 
-TP_DEVICE float inf() { return __int_as_float(0x7f800000); }
+TP_DEVICE float inf() {
+  return __int_as_float(0x7f800000);
+}
 
 /// Two adjacent elements from two floats, in one store when p is aligned to twice the element
 /// size. The caller checks that the element index is even; a tensor view may still start at an
@@ -99,12 +119,14 @@ TP_DEVICE U4 pack_a(half x0, half x1, half x2, half x3, half x4, half x5, half x
 TP_DEVICE void ldsm_x4(int (&d)[4], uint32_t addr) {
   uint32_t t[4];
   warp::ldmatrix_x4(t, addr);
-  for (int i = 0; i < 4; ++i) d[i] = static_cast<int>(t[i]);
+  for (int i = 0; i < 4; ++i)
+    d[i] = static_cast<int>(t[i]);
 }
 TP_DEVICE void ldsm_x4_t(int (&d)[4], uint32_t addr) {
   uint32_t t[4];
   warp::ldmatrix_x4_trans(t, addr);
-  for (int i = 0; i < 4; ++i) d[i] = static_cast<int>(t[i]);
+  for (int i = 0; i < 4; ++i)
+    d[i] = static_cast<int>(t[i]);
 }
 TP_DEVICE void ldsm_x2(int (&d)[2], uint32_t addr) {
   uint32_t t[2];
@@ -132,7 +154,8 @@ TP_DEVICE void mma16816(float (&acc)[R], const U4& a, const int (&b)[2]) {
     warp::mma_m16n8k16_bf16(d, a.a, bb, d);
   else
     warp::mma_m16n8k16_f16(d, a.a, bb, d);
-  for (int i = 0; i < 4; ++i) acc[Off + i] = d[i];
+  for (int i = 0; i < 4; ++i)
+    acc[Off + i] = d[i];
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900

@@ -15,7 +15,8 @@ namespace {
 std::string shape_str(const std::vector<int64_t>& s) {
   std::ostringstream os;
   os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  for (size_t i = 0; i < s.size(); ++i)
+    os << (i ? ", " : "") << s[i];
   os << "]";
   return os.str();
 }
@@ -31,7 +32,8 @@ Tile alloc(Scope scope, std::vector<int64_t> shape, DType t, Loc l) {
   if (shape.empty() || shape.size() > 3)
     user_error(loc) << op << ": tiles have 1 to 3 dimensions, got " << shape.size();
   for (int64_t e : shape)
-    if (e <= 0) user_error(loc) << op << ": tile extents must be positive, got " << shape_str(shape);
+    if (e <= 0)
+      user_error(loc) << op << ": tile extents must be positive, got " << shape_str(shape);
   if (t == DType::boolean) user_error(loc) << op << ": bool tiles are not supported; use i32";
   std::vector<Expr> sh(shape.begin(), shape.end());
   std::string name = std::string(scope == Scope::shared     ? "shared"
@@ -43,9 +45,9 @@ Tile alloc(Scope scope, std::vector<int64_t> shape, DType t, Loc l) {
     int64_t bytes = b->const_elements() * dtype_bytes(t);
     kb.smem_bytes += bytes;
     if (kb.smem_limit > 0 && kb.smem_bytes > kb.smem_limit)
-      user_error(loc) << "alloc_shared: tile " << shape_str(shape) << " " << dtype_name(t)
-                      << " (" << bytes << " bytes) brings the kernel's shared memory to "
-                      << kb.smem_bytes << " bytes, over the stated limit of " << kb.smem_limit
+      user_error(loc) << "alloc_shared: tile " << shape_str(shape) << " " << dtype_name(t) << " ("
+                      << bytes << " bytes) brings the kernel's shared memory to " << kb.smem_bytes
+                      << " bytes, over the stated limit of " << kb.smem_limit
                       << " bytes; use smaller tiles or fewer stages";
   }
   lang::append(ir::Allocate::make(b, loc));
@@ -67,8 +69,8 @@ ir::Region resolve(const Operand& o, const std::vector<int64_t>* other, const ch
   }
   if (!other)
     user_error(loc) << op << ": the box of '" << r.buffer->name
-                    << "' has no extents and nothing to take them from; write "
-                    << r.buffer->name << ".tile({offsets}, {extents})";
+                    << "' has no extents and nothing to take them from; write " << r.buffer->name
+                    << ".tile({offsets}, {extents})";
   int n = r.buffer->rank(), k = static_cast<int>(other->size());
   if (k > n)
     user_error(loc) << op << ": a " << k << "-d tile does not fit in the " << n << "-d tensor '"
@@ -78,7 +80,9 @@ ir::Region resolve(const Operand& o, const std::vector<int64_t>* other, const ch
   return reg;
 }
 
-bool has_extents(const Operand& o) { return o.whole || !o.ref.extent.empty(); }
+bool has_extents(const Operand& o) {
+  return o.whole || !o.ref.extent.empty();
+}
 
 std::vector<int64_t> extents_of(const Operand& o) {
   return o.whole ? o.ref.buffer->const_shape() : o.ref.extent;
@@ -135,12 +139,11 @@ void gemm(const Operand& a, const Operand& b, const Operand& c, GemmOptions o, L
     bool ok = i < 2 ? (s == Scope::shared || s == Scope::fragment) : s == Scope::fragment;
     if (!ok)
       user_error(loc) << "gemm: operand " << names[i] << " ('" << buf->name << "') is a "
-                      << ir::scope_name(s) << (s == Scope::global ? " tensor" : " tile")
-                      << "; " << (i < 2 ? "A and B must be shared or fragment tiles"
-                                        : "C must be a fragment tile (the accumulator)")
+                      << ir::scope_name(s) << (s == Scope::global ? " tensor" : " tile") << "; "
+                      << (i < 2 ? "A and B must be shared or fragment tiles"
+                                : "C must be a fragment tile (the accumulator)")
                       << (s == Scope::global ? ": copy it into a tile first" : "");
-    if (!has_extents(*ops[i]))
-      user_error(loc) << "gemm: operand " << names[i] << " needs extents";
+    if (!has_extents(*ops[i])) user_error(loc) << "gemm: operand " << names[i] << " needs extents";
     r[i] = resolve(*ops[i], nullptr, "gemm", loc);
     if (r[i].squeezed().size() != 2 && r[i].extent.size() != 2)
       user_error(loc) << "gemm: operand " << names[i] << " ('" << buf->name
@@ -155,8 +158,8 @@ void gemm(const Operand& a, const Operand& b, const Operand& c, GemmOptions o, L
     user_error(loc) << "gemm: A is " << dtype_name(ta) << " but B is " << dtype_name(tb)
                     << "; convert one with copy() into a tile of the other's dtype";
   if (tc != DType::f32)
-    user_error(loc) << "gemm: accumulator C ('" << c.ref.buffer->name << "') is "
-                    << dtype_name(tc) << "; gemm accumulates in f32, allocate C as f32";
+    user_error(loc) << "gemm: accumulator C ('" << c.ref.buffer->name << "') is " << dtype_name(tc)
+                    << "; gemm accumulates in f32, allocate C as f32";
   auto two = [](const ir::Region& x) {
     std::vector<int64_t> e = x.extent.size() == 2 ? x.extent : x.squeezed();
     return std::pair{e[0], e[1]};
@@ -182,7 +185,9 @@ void fill(const Operand& dst, const Expr& value, Loc l) {
   lang::append(ir::Fill::make(resolve(dst, nullptr, "fill", loc), value, loc));
 }
 
-void clear(const Operand& dst, Loc l) { fill(dst, Expr(0.0), l); }
+void clear(const Operand& dst, Loc l) {
+  fill(dst, Expr(0.0), l);
+}
 
 void reduce(Reduction kind, const Tile& src, const Tile& dst, int dim, bool clear, Loc l) {
   SourceLoc loc = to_loc(l);
@@ -196,16 +201,15 @@ void reduce(Reduction kind, const Tile& src, const Tile& dst, int dim, bool clea
     user_error(loc) << "reduce: operands must be tiles, not global tensors";
   std::vector<int64_t> ss = s->const_shape();
   if (dim < 0 || dim >= static_cast<int>(ss.size()))
-    user_error(loc) << "reduce along a missing dim: '" << s->name << "' is " << ss.size()
-                    << "-d " << shape_str(ss) << ", so dim must be in [0, " << ss.size()
-                    << "), got " << dim;
+    user_error(loc) << "reduce along a missing dim: '" << s->name << "' is " << ss.size() << "-d "
+                    << shape_str(ss) << ", so dim must be in [0, " << ss.size() << "), got " << dim;
   std::vector<int64_t> want = ss;
   want.erase(want.begin() + dim);
   if (want.empty()) want = {1};
   if (d->const_shape() != want)
     user_error(loc) << "reduce: shape mismatch: reducing '" << s->name << "' " << shape_str(ss)
-                    << " along dim " << dim << " gives " << shape_str(want) << ", but '"
-                    << d->name << "' is " << shape_str(d->const_shape());
+                    << " along dim " << dim << " gives " << shape_str(want) << ", but '" << d->name
+                    << "' is " << shape_str(d->const_shape());
   if (!is_float(s->dtype) || !is_float(d->dtype))
     user_error(loc) << "reduce: dtype " << dtype_name(is_float(s->dtype) ? d->dtype : s->dtype)
                     << " is not supported; reduce float tiles (f32, f16, bf16)";
@@ -238,7 +242,8 @@ void parallel_n(std::vector<int64_t> extents, size_t arity,
     user_error(loc) << "parallel inside parallel: give all dimensions to one parallel(...)";
   static const char* names[] = {"i", "j", "l"};
   std::vector<Var> vars;
-  for (size_t i = 0; i < arity; ++i) vars.push_back(Var(names[i]));
+  for (size_t i = 0; i < arity; ++i)
+    vars.push_back(Var(names[i]));
   ++kb.parallel_depth;
   ir::Stmt b;
   try {
@@ -264,19 +269,23 @@ void loop(ir::ForKind k, const Expr& begin, const Expr& extent, int stages,
     user_error(loc) << "pipelined inside parallel: pipeline tile loops, not element loops";
   Var v(k == ir::ForKind::pipelined ? "ko" : "s");
   ir::Stmt b = lang::scoped([&] { body(v); });
-  lang::append(ir::For::make(v, begin, extent, k, k == ir::ForKind::pipelined ? stages : 1, b, loc));
+  lang::append(
+      ir::For::make(v, begin, extent, k, k == ir::ForKind::pipelined ? stages : 1, b, loc));
 }
 
 } // namespace
 
 void parallel(std::vector<int64_t> e, std::function<void(Var)> body, Loc l) {
-  parallel_n(std::move(e), 1, [&](const std::vector<Var>& v) { body(v[0]); }, l);
+  parallel_n(
+      std::move(e), 1, [&](const std::vector<Var>& v) { body(v[0]); }, l);
 }
 void parallel(std::vector<int64_t> e, std::function<void(Var, Var)> body, Loc l) {
-  parallel_n(std::move(e), 2, [&](const std::vector<Var>& v) { body(v[0], v[1]); }, l);
+  parallel_n(
+      std::move(e), 2, [&](const std::vector<Var>& v) { body(v[0], v[1]); }, l);
 }
 void parallel(std::vector<int64_t> e, std::function<void(Var, Var, Var)> body, Loc l) {
-  parallel_n(std::move(e), 3, [&](const std::vector<Var>& v) { body(v[0], v[1], v[2]); }, l);
+  parallel_n(
+      std::move(e), 3, [&](const std::vector<Var>& v) { body(v[0], v[1], v[2]); }, l);
 }
 
 void pipelined(const Expr& n, int stages, std::function<void(Var)> body, Loc l) {

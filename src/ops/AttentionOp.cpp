@@ -31,80 +31,82 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
   std::string name = "attention_d" + std::to_string(D) + (v.causal ? "_causal" : "") +
                      (v.lens ? "_lens" : "") + (v.lse ? "_lse" : "");
 
-  return kernel(name, params, grid(ceildiv(S, bm), H, Bd), threads(static_cast<int>(c.at("threads"))),
-                [&](Var bx_launch, Var h, Var b) {
-    Tile Qs = alloc_shared({bm, D}, dt);
-    Tile Ks = alloc_shared({bn, D}, dt);
-    Tile Vs = alloc_shared({bn, D}, dt);
-    Tile s = alloc_fragment({bm, bn}, f32);      // raw scores, then probabilities
-    Tile p = alloc_fragment({bm, bn}, dt);       // probabilities in the input dtype for P.V
-    Tile o = alloc_fragment({bm, D}, f32);       // unnormalised output
-    Tile m = alloc_fragment({bm}, f32);          // running row max of the raw scores
-    Tile m_prev = alloc_fragment({bm}, f32);
-    Tile m_scaled = alloc_fragment({bm}, f32);   // m * scale * log2(e); 0 while m is -inf
-    Tile l = alloc_fragment({bm}, f32);          // running row sum
-    Tile row_sum = alloc_fragment({bm}, f32);
-    Tile corr = alloc_fragment({bm}, f32);       // rescale factor of the previous partials
+  return kernel(
+      name, params, grid(ceildiv(S, bm), H, Bd), threads(static_cast<int>(c.at("threads"))),
+      [&](Var bx_launch, Var h, Var b) {
+        Tile Qs = alloc_shared({bm, D}, dt);
+        Tile Ks = alloc_shared({bn, D}, dt);
+        Tile Vs = alloc_shared({bn, D}, dt);
+        Tile s = alloc_fragment({bm, bn}, f32); // raw scores, then probabilities
+        Tile p = alloc_fragment({bm, bn}, dt);  // probabilities in the input dtype for P.V
+        Tile o = alloc_fragment({bm, D}, f32);  // unnormalised output
+        Tile m = alloc_fragment({bm}, f32);     // running row max of the raw scores
+        Tile m_prev = alloc_fragment({bm}, f32);
+        Tile m_scaled = alloc_fragment({bm}, f32); // m * scale * log2(e); 0 while m is -inf
+        Tile l = alloc_fragment({bm}, f32);        // running row sum
+        Tile row_sum = alloc_fragment({bm}, f32);
+        Tile corr = alloc_fragment({bm}, f32); // rescale factor of the previous partials
 
-    // Causal: later query blocks see more keys. Launch them first so the short blocks fill
-    // the last wave instead of the long ones.
-    Expr q_blocks = ceildiv(S, bm);
-    Expr bx = v.causal ? q_blocks - 1 - Expr(bx_launch) : Expr(bx_launch);
-    Expr hk = h / (H / Hkv);
-    Expr L = v.lens ? Expr(lens(b)) : Expr(Skv);
-    Expr diag = L - S; // causal: key j is visible from query i when j <= i + diag
-    Expr n_blocks = ceildiv(L, bn);
-    if (v.causal) {
-      Expr last_visible = min(bx * bm + bm, S) + diag; // one past the last visible key
-      n_blocks = min(n_blocks, ceildiv(max(last_visible, 0), bn));
-    }
+        // Causal: later query blocks see more keys. Launch them first so the short blocks fill
+        // the last wave instead of the long ones.
+        Expr q_blocks = ceildiv(S, bm);
+        Expr bx = v.causal ? q_blocks - 1 - Expr(bx_launch) : Expr(bx_launch);
+        Expr hk = h / (H / Hkv);
+        Expr L = v.lens ? Expr(lens(b)) : Expr(Skv);
+        Expr diag = L - S; // causal: key j is visible from query i when j <= i + diag
+        Expr n_blocks = ceildiv(L, bn);
+        if (v.causal) {
+          Expr last_visible = min(bx * bm + bm, S) + diag; // one past the last visible key
+          n_blocks = min(n_blocks, ceildiv(max(last_visible, 0), bn));
+        }
 
-    copy(Q.tile(b, h, bx * bm, 0), Qs);
-    clear(o);
-    clear(l);
-    fill(m, -infinity());
-    const double qk_scale = scale * kLog2e;
-    pipelined(n_blocks, stages, [&](Var kb) {
-      copy(K.tile(b, hk, kb * bn, 0), Ks);
-      copy(V.tile(b, hk, kb * bn, 0), Vs);
-      gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-      // Only blocks at the end of the keys or across the causal diagonal need the mask; the
-      // test is uniform per block, so the others skip the per-element comparisons.
-      Expr masked = kb * bn + bn > L;
-      if (v.causal) masked = masked || kb * bn + bn - 1 > bx * bm + diag;
-      if_then(masked, [&] {
-        parallel({bm, bn}, [&](Var i, Var j) {
-          Expr key = kb * bn + j;
-          Expr ok = key < L;
-          if (v.causal) ok = ok && key <= bx * bm + i + diag;
-          s(i, j) = select(ok, s(i, j), -infinity());
+        copy(Q.tile(b, h, bx * bm, 0), Qs);
+        clear(o);
+        clear(l);
+        fill(m, -infinity());
+        const double qk_scale = scale * kLog2e;
+        pipelined(n_blocks, stages, [&](Var kb) {
+          copy(K.tile(b, hk, kb * bn, 0), Ks);
+          copy(V.tile(b, hk, kb * bn, 0), Vs);
+          gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
+          // Only blocks at the end of the keys or across the causal diagonal need the mask; the
+          // test is uniform per block, so the others skip the per-element comparisons.
+          Expr masked = kb * bn + bn > L;
+          if (v.causal) masked = masked || kb * bn + bn - 1 > bx * bm + diag;
+          if_then(masked, [&] {
+            parallel({bm, bn}, [&](Var i, Var j) {
+              Expr key = kb * bn + j;
+              Expr ok = key < L;
+              if (v.causal) ok = ok && key <= bx * bm + i + diag;
+              s(i, j) = select(ok, s(i, j), -infinity());
+            });
+          });
+          copy(m, m_prev);
+          reduce_max(s, m, 1, /*clear=*/false);
+          // The scale is folded into one multiply-add per score: exp2(s * c - m * c). A row that
+          // has seen no valid key keeps m = -inf; m_scaled = 0 then makes its terms exp2(-inf) = 0
+          // (and corr 0, which leaves its zero partials zero) instead of NaN.
+          parallel({bm}, [&](Var i) {
+            m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
+            corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
+          });
+          parallel({bm, bn},
+                   [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i)); });
+          reduce_sum(s, row_sum, 1);
+          parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
+          parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
+          copy(s, p);
+          gemm(p, Vs, o);
         });
+        parallel({bm, D}, [&](Var i, Var d) { o(i, d) = select(l(i) > 0, o(i, d) / l(i), 0.0); });
+        copy(o, O.tile(b, h, bx * bm, 0));
+        if (v.lse) {
+          parallel({bm}, [&](Var i) {
+            row_sum(i) = select(l(i) > 0, (m(i) * qk_scale + log2(l(i))) * kLn2, -infinity());
+          });
+          copy(row_sum, LSE.tile(b, h, bx * bm));
+        }
       });
-      copy(m, m_prev);
-      reduce_max(s, m, 1, /*clear=*/false);
-      // The scale is folded into one multiply-add per score: exp2(s * c - m * c). A row that
-      // has seen no valid key keeps m = -inf; m_scaled = 0 then makes its terms exp2(-inf) = 0
-      // (and corr 0, which leaves its zero partials zero) instead of NaN.
-      parallel({bm}, [&](Var i) {
-        m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
-        corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
-      });
-      parallel({bm, bn}, [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i)); });
-      reduce_sum(s, row_sum, 1);
-      parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
-      parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
-      copy(s, p);
-      gemm(p, Vs, o);
-    });
-    parallel({bm, D}, [&](Var i, Var d) { o(i, d) = select(l(i) > 0, o(i, d) / l(i), 0.0); });
-    copy(o, O.tile(b, h, bx * bm, 0));
-    if (v.lse) {
-      parallel({bm}, [&](Var i) {
-        row_sum(i) = select(l(i) > 0, (m(i) * qk_scale + log2(l(i))) * kLn2, -infinity());
-      });
-      copy(row_sum, LSE.tile(b, h, bx * bm));
-    }
-  });
 }
 
 std::string AttentionOp::summary() const {
@@ -137,7 +139,8 @@ Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType d
   Problem p;
   p.op = "attention";
   p.dtype = dtype;
-  for (const char* k : {"B", "H", "S", "D"}) p.shape[k] = require_positive(kv, k, "attention", ex);
+  for (const char* k : {"B", "H", "S", "D"})
+    p.shape[k] = require_positive(kv, k, "attention", ex);
   p.shape["Skv"] = optional_int(kv, "Skv", p.shape["S"], "attention");
   p.shape["Hkv"] = optional_int(kv, "Hkv", p.shape["H"], "attention");
   p.shape["causal"] = optional_int(kv, "causal", 0, "attention", true);
@@ -151,7 +154,8 @@ Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType d
   if (D % 16 || D > 256)
     user_error() << "attention: D=" << D << " is not supported; use 64, 128 or 256";
   if (dtype != DType::bf16 && dtype != DType::f16)
-    user_error() << "attention: dtype " << dtype_name(dtype) << " is not supported; use bf16 or f16";
+    user_error() << "attention: dtype " << dtype_name(dtype)
+                 << " is not supported; use bf16 or f16";
   if (kv.count("lens")) {
     std::stringstream ss(kv.at("lens"));
     std::string item;
@@ -162,11 +166,10 @@ Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType d
         size_t pos;
         x = std::stoll(item, &pos);
         if (pos != item.size()) x = -1;
-      } catch (const std::exception&) {
-      }
+      } catch (const std::exception&) {}
       if (x < 0 || x > p.shape["Skv"])
-        user_error() << "attention: lens entry '" << item << "' must be an integer in [0, Skv="
-                     << p.shape["Skv"] << "]";
+        user_error() << "attention: lens entry '" << item
+                     << "' must be an integer in [0, Skv=" << p.shape["Skv"] << "]";
       ++n;
     }
     if (n != p.shape["B"])
@@ -212,7 +215,8 @@ std::vector<int64_t> AttentionOp::key_lengths(const Problem& p) {
   if (!p.options.count("lens")) return std::vector<int64_t>(p.at("B"), p.at("Skv"));
   std::stringstream ss(p.options.at("lens"));
   std::string item;
-  while (std::getline(ss, item, ':')) out.push_back(std::stoll(item));
+  while (std::getline(ss, item, ':'))
+    out.push_back(std::stoll(item));
   return out;
 }
 
@@ -229,7 +233,8 @@ std::vector<HostTensor> AttentionOp::make_args(const Problem& p, uint64_t seed) 
   a.emplace_back(p.dtype, std::vector<int64_t>{B, Hkv, Skv, D});
   a.emplace_back(p.dtype, std::vector<int64_t>{B, Hkv, Skv, D});
   a.emplace_back(p.dtype, std::vector<int64_t>{B, H, S, D});
-  for (int i = 0; i < 3; ++i) a[i].fill_random(seed * 5 + i + 1);
+  for (int i = 0; i < 3; ++i)
+    a[i].fill_random(seed * 5 + i + 1);
   a[3].poison();
   if (p.get("lse", 0)) {
     a.emplace_back(DType::f32, std::vector<int64_t>{B, H, S});
@@ -238,7 +243,8 @@ std::vector<HostTensor> AttentionOp::make_args(const Problem& p, uint64_t seed) 
   if (p.options.count("lens")) {
     a.emplace_back(DType::i32, std::vector<int64_t>{B});
     std::vector<int64_t> L = key_lengths(p);
-    for (int64_t b = 0; b < B; ++b) a.back().set(b, static_cast<double>(L[b]));
+    for (int64_t b = 0; b < B; ++b)
+      a.back().set(b, static_cast<double>(L[b]));
   }
   return a;
 }
@@ -273,19 +279,22 @@ std::vector<double> AttentionOp::reference(const Problem& p, const std::vector<H
     double mx = -INFINITY;
     for (int64_t j = 0; j < last; ++j) {
       double s = 0;
-      for (int64_t d = 0; d < D; ++d) s += q_at(i, d) * kv_at(K, j, d);
+      for (int64_t d = 0; d < D; ++d)
+        s += q_at(i, d) * kv_at(K, j, d);
       sc[j] = s * scale;
       mx = std::max(mx, sc[j]);
     }
     double sum = 0;
-    for (int64_t j = 0; j < last; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+    for (int64_t j = 0; j < last; ++j)
+      sum += (sc[j] = std::exp(sc[j] - mx));
     if (want_lse) {
       out[r] = last > 0 ? mx + std::log(sum) : -INFINITY;
       continue;
     }
     for (int64_t d = 0; d < nd; ++d) {
       double acc = 0;
-      for (int64_t j = 0; j < last; ++j) acc += sc[j] * kv_at(V, j, d0 + d);
+      for (int64_t j = 0; j < last; ++j)
+        acc += sc[j] * kv_at(V, j, d0 + d);
       out[r * nd + d] = last > 0 ? acc / sum : 0.0;
     }
   }
@@ -315,7 +324,8 @@ double AttentionOp::flops(const Problem& p) const {
       pairs += static_cast<double>(S) * L;
       continue;
     }
-    for (int64_t i = 0; i < S; ++i) pairs += std::clamp<int64_t>(i + L - S + 1, 0, L);
+    for (int64_t i = 0; i < S; ++i)
+      pairs += std::clamp<int64_t>(i + L - S + 1, 0, L);
   }
   return 4.0 * D * H * pairs;
 }

@@ -21,18 +21,18 @@ Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c) {
   int64_t swizzle = it == c.end() ? 0 : it->second;
   return kernel("gemm_" + layout, {A, B, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
                 threads(static_cast<int>(c.at("threads"))), [&](Var bx, Var by) {
-    if (swizzle > 0) annotate("swizzle", std::to_string(swizzle));
-    Tile As = ta ? alloc_shared({bk, bm}, dtype) : alloc_shared({bm, bk}, dtype);
-    Tile Bs = tb ? alloc_shared({bn, bk}, dtype) : alloc_shared({bk, bn}, dtype);
-    Tile acc = alloc_fragment({bm, bn}, f32);
-    clear(acc);
-    pipelined(ceildiv(K, bk), stages, [&](Var k) {
-      copy(ta ? A.tile(k * bk, by * bm) : A.tile(by * bm, k * bk), As);
-      copy(tb ? B.tile(bx * bn, k * bk) : B.tile(k * bk, bx * bn), Bs);
-      gemm(As, Bs, acc, {.trans_a = ta, .trans_b = tb});
-    });
-    copy(acc, C.tile(by * bm, bx * bn));
-  });
+                  if (swizzle > 0) annotate("swizzle", std::to_string(swizzle));
+                  Tile As = ta ? alloc_shared({bk, bm}, dtype) : alloc_shared({bm, bk}, dtype);
+                  Tile Bs = tb ? alloc_shared({bn, bk}, dtype) : alloc_shared({bk, bn}, dtype);
+                  Tile acc = alloc_fragment({bm, bn}, f32);
+                  clear(acc);
+                  pipelined(ceildiv(K, bk), stages, [&](Var k) {
+                    copy(ta ? A.tile(k * bk, by * bm) : A.tile(by * bm, k * bk), As);
+                    copy(tb ? B.tile(bx * bn, k * bk) : B.tile(k * bk, bx * bn), Bs);
+                    gemm(As, Bs, acc, {.trans_a = ta, .trans_b = tb});
+                  });
+                  copy(acc, C.tile(by * bm, bx * bn));
+                });
 }
 
 std::string GemmOp::summary() const {
@@ -61,13 +61,15 @@ Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype)
   Problem p;
   p.op = "gemm";
   p.dtype = dtype;
-  for (const char* k : {"M", "N", "K"}) p.shape[k] = require_positive(kv, k, "gemm", ex);
+  for (const char* k : {"M", "N", "K"})
+    p.shape[k] = require_positive(kv, k, "gemm", ex);
   std::string layout = kv.count("layout") ? kv.at("layout") : "nn";
   if (layout != "nn" && layout != "nt" && layout != "tn")
     user_error() << "gemm: layout=" << layout << " is not supported; use nn, nt or tn";
   p.options["layout"] = layout;
   if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
-    user_error() << "gemm: dtype " << dtype_name(dtype) << " is not supported; use bf16, f16 or f32";
+    user_error() << "gemm: dtype " << dtype_name(dtype)
+                 << " is not supported; use bf16, f16 or f32";
   return p;
 }
 
@@ -99,15 +101,16 @@ Config sm90_default(const Problem& p) {
   }
   // Grouped rasterization: blocks running together walk down panels of 8 block-rows, so they
   // share B's column panels in L2 (without it, N = 28672 re-reads B from HBM per block-row).
-  return {{"bm", best->bm}, {"bn", best->bn}, {"bk", 64}, {"stages", best->stages},
-          {"threads", best->threads}, {"swizzle", 8}};
+  return {{"bm", best->bm},         {"bn", best->bn},           {"bk", 64},
+          {"stages", best->stages}, {"threads", best->threads}, {"swizzle", 8}};
 }
 
 } // namespace
 
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
   if (arch == "sm_90a") return sm90_default(p);
-  if (arch == "sm_80") return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};
+  if (arch == "sm_80")
+    return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};
   return {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}};
 }
 
@@ -119,8 +122,8 @@ void GemmOp::validate(const Problem&, const Config& c) const {
   }
   for (const char* k : {"bm", "bn", "bk", "stages", "threads"})
     if (!c.count(k)) user_error() << "gemm: config is missing " << k;
-  if (c.at("bm") % 16 || c.at("bn") % 16 || c.at("bk") % 16 || c.at("bm") <= 0 ||
-      c.at("bn") <= 0 || c.at("bk") <= 0)
+  if (c.at("bm") % 16 || c.at("bn") % 16 || c.at("bk") % 16 || c.at("bm") <= 0 || c.at("bn") <= 0 ||
+      c.at("bk") <= 0)
     user_error() << "gemm: bm, bn, bk must be positive multiples of 16, got " << config_str(c);
   if (c.at("stages") < 1 || c.at("stages") > 8)
     user_error() << "gemm: stages must be in [1, 8], got " << c.at("stages");
@@ -159,7 +162,8 @@ std::vector<double> GemmOp::reference(const Problem& p, const std::vector<HostTe
   int64_t c0 = box.min[1], c1 = box.min[1] + box.extent[1];
   std::vector<double> a((r1 - r0) * K), bt((c1 - c0) * K);
   for (int64_t m = r0; m < r1; ++m)
-    for (int64_t k = 0; k < K; ++k) a[(m - r0) * K + k] = A.get(l == "tn" ? k * M + m : m * K + k);
+    for (int64_t k = 0; k < K; ++k)
+      a[(m - r0) * K + k] = A.get(l == "tn" ? k * M + m : m * K + k);
   for (int64_t n = c0; n < c1; ++n)
     for (int64_t k = 0; k < K; ++k)
       bt[(n - c0) * K + k] = B.get(l == "nt" ? n * K + k : k * N + n);
@@ -169,7 +173,8 @@ std::vector<double> GemmOp::reference(const Problem& p, const std::vector<HostTe
       double s = 0;
       const double* x = &a[m * K];
       const double* y = &bt[n * K];
-      for (int64_t k = 0; k < K; ++k) s += x[k] * y[k];
+      for (int64_t k = 0; k < K; ++k)
+        s += x[k] * y[k];
       out[m * (c1 - c0) + n] = s;
     }
   return out;

@@ -33,7 +33,8 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
     os << "// pipeline: warp-specialized, " << p.stages << " stages, producer warpgroup issues "
        << p.loads.size() << " TMA load(s)\n";
   } else {
-    os << "// pipeline: not warp-specialized (" << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
+    os << "// pipeline: not warp-specialized ("
+       << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
   }
   os << "// shared memory: " << s.total_bytes << " bytes\n";
   return os.str();
@@ -66,7 +67,8 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.entry = "tp_" + k.name;
   out.block_threads = k.threads + plan.producer_threads();
   out.smem_bytes = smem.total_bytes;
-  for (const passes::TmaLoad& l : plan.loads) out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
+  for (const passes::TmaLoad& l : plan.loads)
+    out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
   out.param_written.assign(k.params.size(), false);
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
     auto mark = [&](const ir::Buffer& b) {
@@ -78,8 +80,8 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
     if (const auto* a = ir::as<ir::AtomicAdd>(s)) mark(a->buffer);
     if (const auto* f = ir::as<ir::Fill>(s)) mark(f->dst.buffer);
   });
-  cuda::EmitInput in{k, lowered, layouts, plan, smem, t, out.block_threads, out.entry,
-                     out.param_written, cx.tid};
+  cuda::EmitInput in{k,         lowered,           layouts, plan, smem, t, out.block_threads,
+                     out.entry, out.param_written, cx.tid};
   out.source = emit_cuda(in);
   dump("codegen", out.source);
   out.canonical_ir = ir::to_string(k0, true) + "\n// target " + t.str();

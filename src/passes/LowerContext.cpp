@@ -17,9 +17,10 @@ LowerContext::LowerContext(const ir::KernelNode& kn, const Target& t, const Layo
     if (!a || !layouts.in_registers(a->buffer)) return;
     const FragmentLayout& fl = layouts.fragment(a->buffer);
     std::vector<Expr> shape;
-    for (int64_t e : fl.reg_shape()) shape.push_back(Expr(e));
-    regs[a->buffer->uid] = ir::make_buffer(a->buffer->name, Scope::local, a->buffer->dtype,
-                                           shape, a->buffer->kernel_uid, a->buffer->loc);
+    for (int64_t e : fl.reg_shape())
+      shape.push_back(Expr(e));
+    regs[a->buffer->uid] = ir::make_buffer(a->buffer->name, Scope::local, a->buffer->dtype, shape,
+                                           a->buffer->kernel_uid, a->buffer->loc);
   });
 }
 
@@ -44,7 +45,8 @@ const Buffer& LowerContext::reg(const Buffer& frag) const {
 Expr LowerContext::global_index(const Buffer& b, const std::vector<Expr>& idx) const {
   internal_assert(static_cast<int>(idx.size()) == b->rank()) << "index rank for " << b->name;
   Expr flat = idx[0];
-  for (int d = 1; d < b->rank(); ++d) flat = flat * b->shape[d] + idx[d];
+  for (int d = 1; d < b->rank(); ++d)
+    flat = flat * b->shape[d] + idx[d];
   return flat;
 }
 
@@ -136,16 +138,15 @@ ir::Stmt if_then(Expr c, ir::Stmt t, ir::Stmt e) {
   return ir::IfThenElse::make(std::move(c), std::move(t), std::move(e), {});
 }
 
-ir::Stmt strided_for(const LowerContext& cx, int64_t n,
-                     const std::function<ir::Stmt(Expr)>& body) {
+ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body) {
   Var it("it");
   int64_t T = cx.consumer_threads();
   int64_t trips = (n + T - 1) / T;
   Expr e = it * T + cx.tid;
   ir::Stmt b = body(e);
   if (n % T != 0) b = if_then(e < n, b);
-  return ir::For::make(it, Expr(0), Expr(trips), trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial,
-                       1, b, {});
+  return ir::For::make(it, Expr(0), Expr(trips),
+                       trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial, 1, b, {});
 }
 
 namespace {
@@ -165,7 +166,9 @@ private:
 };
 } // namespace
 
-Expr substitute(const Expr& e, const std::map<uint64_t, Expr>& m) { return Substitute(m).mutate(e); }
+Expr substitute(const Expr& e, const std::map<uint64_t, Expr>& m) {
+  return Substitute(m).mutate(e);
+}
 ir::Stmt substitute(const ir::Stmt& s, const std::map<uint64_t, Expr>& m) {
   return Substitute(m).mutate(s);
 }

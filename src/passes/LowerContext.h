@@ -25,9 +25,9 @@ struct LowerContext {
   const LayoutInfo& layouts;
   const PipelinePlan& plan;
   const SmemPlan& smem;
-  Var tid;                              // threadIdx.x
-  std::map<uint64_t, ir::Buffer> regs;  // fragment uid -> its register array
-  std::map<uint64_t, Expr> stage;       // staged buffer uid -> current stage index
+  Var tid;                             // threadIdx.x
+  std::map<uint64_t, ir::Buffer> regs; // fragment uid -> its register array
+  std::map<uint64_t, Expr> stage;      // staged buffer uid -> current stage index
   bool in_consumer = true;
   /// wgmma groups a lowered gemm leaves in flight (wait_group<N>). 0 except in a warp-specialized
   /// main loop whose only work is one gemm: there the previous stage's group may still run

@@ -74,11 +74,13 @@ ir::Stmt vector_copy(const LowerContext& cx, const ir::Region& src, const ir::Re
     gidx_end.back() = gidx_end.back() + (per - 1);
     Expr full = aligned && cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
     Expr saddr = cx.stage_base(dst.buffer) + sl.offset(Expr(row), Expr(col));
-    ir::Stmt fast = call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
-                                            call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
+    ir::Stmt fast =
+        call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
+                                call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
     Var e("ve");
-    ir::Stmt slow = unrolled_for(e, per, write(cx, dst, {Expr(row), Expr(col) + e},
-                                                read(cx, src, {Expr(row), Expr(col) + e})));
+    ir::Stmt slow = unrolled_for(
+        e, per,
+        write(cx, dst, {Expr(row), Expr(col) + e}, read(cx, src, {Expr(row), Expr(col) + e})));
     ir::Stmt body = if_then(full, fast, slow);
     body = ir::Let::make(col, (v % (cols / per)) * per, body);
     return ir::Let::make(row, v / (cols / per), body);
@@ -117,7 +119,8 @@ ir::Stmt paired_store(const LowerContext& cx, const ir::Copy* op) {
   // Both in bounds and the pair's first element aligned for the wide store (even row length,
   // even column); otherwise element by element, dropping what is out of bounds.
   Expr both = cx.global_in_bounds(dst.buffer, idx1) && flat % 2 == 0;
-  ir::Stmt fast = call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
+  ir::Stmt fast =
+      call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
   ir::Stmt slow = seq({write(cx, dst, c0, v0), write(cx, dst, coords(cx, l, r1), v1)});
   return unrolled_for(q, l.regs_per_thread() / 2, if_then(both, fast, slow));
 }
@@ -148,19 +151,22 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   }
   if (dreg) {
     const FragmentLayout& l = cx.layouts.fragment(D);
-    return unrolled_for(r, l.regs_per_thread(),
-                        ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
+    return unrolled_for(
+        r, l.regs_per_thread(),
+        ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
   }
   // Memory to memory.
   std::vector<int64_t> ext;
-  for (int d : nonunit(src.extent)) ext.push_back(src.extent[d]);
-  bool to_shared_tile = D->scope == Scope::shared && S->scope == Scope::global && S->dtype == D->dtype &&
-                        dtype_bytes(S->dtype) == 2 && D->rank() == 2 && dst.extent == D->const_shape() &&
-                        src.extent.back() == D->const_shape()[1] && D->const_shape()[1] % 8 == 0 &&
-                        ext.size() == 2;
+  for (int d : nonunit(src.extent))
+    ext.push_back(src.extent[d]);
+  bool to_shared_tile =
+      D->scope == Scope::shared && S->scope == Scope::global && S->dtype == D->dtype &&
+      dtype_bytes(S->dtype) == 2 && D->rank() == 2 && dst.extent == D->const_shape() &&
+      src.extent.back() == D->const_shape()[1] && D->const_shape()[1] % 8 == 0 && ext.size() == 2;
   if (to_shared_tile) return vector_copy(cx, src, dst);
   int64_t n = 1;
-  for (int64_t e : ext) n *= e;
+  for (int64_t e : ext)
+    n *= e;
   return strided_for(cx, n, [&](Expr e) {
     std::vector<Expr> c(ext.size());
     int64_t stride = 1;
@@ -178,12 +184,15 @@ ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op) {
   Var r("r");
   if (cx.layouts.in_registers(dst.buffer)) {
     const FragmentLayout& l = cx.layouts.fragment(dst.buffer);
-    return unrolled_for(r, l.regs_per_thread(), ir::Store::make(cx.reg(dst.buffer), l.reg_index(r), v, {}));
+    return unrolled_for(r, l.regs_per_thread(),
+                        ir::Store::make(cx.reg(dst.buffer), l.reg_index(r), v, {}));
   }
   std::vector<int64_t> ext;
-  for (int d : nonunit(dst.extent)) ext.push_back(dst.extent[d]);
+  for (int d : nonunit(dst.extent))
+    ext.push_back(dst.extent[d]);
   int64_t n = 1;
-  for (int64_t e : ext) n *= e;
+  for (int64_t e : ext)
+    n *= e;
   return strided_for(cx, n, [&](Expr e) {
     std::vector<Expr> c(ext.size());
     int64_t stride = 1;

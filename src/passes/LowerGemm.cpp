@@ -10,7 +10,9 @@ using ir::Scope;
 
 namespace {
 
-const char* cuda_type(DType t) { return t == DType::bf16 ? "tp::bf16" : "tp::half"; }
+const char* cuda_type(DType t) {
+  return t == DType::bf16 ? "tp::bf16" : "tp::half";
+}
 
 /// Shared address (bytes) of element offset `elems` of a shared tile in the current stage.
 Expr smem_addr(const LowerContext& cx, const Buffer& b, const Expr& byte_off) {
@@ -26,8 +28,8 @@ Expr smem_addr(const LowerContext& cx, const Buffer& b, const Expr& byte_off) {
 Expr descriptor(const LowerContext& cx, const Buffer& tile, bool mn_major, const Expr& mn0,
                 int64_t k0) {
   const SharedLayout& l = cx.layouts.shared_layout(tile);
-  internal_assert(l.kind == SharedLayout::Kind::swizzled) << "wgmma operand " << tile->name
-                                                          << " is not swizzled";
+  internal_assert(l.kind == SharedLayout::Kind::swizzled)
+      << "wgmma operand " << tile->name << " is not swizzled";
   int sw = l.swizzle_bytes, eb = l.elem_bytes;
   int64_t cc = l.chunk_cols(), rows = l.rows;
   int layout_type = sw == 128 ? 1 : sw == 64 ? 2 : 3;
@@ -57,7 +59,8 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
   std::string T = cuda_type(A->dtype);
   std::vector<ir::Stmt> s;
   for (int p = 0; p < P; ++p)
-    s.push_back(call("tp::warpgroup::fence_operand", {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+    s.push_back(call("tp::warpgroup::fence_operand",
+                     {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
   s.push_back(call("tp::warpgroup::fence"));
   for (int p = 0; p < P; ++p) {
     Expr m0 = (wg * P + p) * 64;
@@ -76,8 +79,8 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
         std::vector<Expr> regs;
         for (int q = 0; q < 8; ++q) {
           int r = static_cast<int>(p * (la.N / 2) + kk * 8 + q);
-          regs.push_back(call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))},
-                                   A->dtype));
+          regs.push_back(
+              call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))}, A->dtype));
         }
         Expr a = call_expr("tp::cg::pack_a", regs, DType::i32);
         s.push_back(call("tp::cg::wgmma_rs<" + T + ", " + std::to_string(N) + ", " +
@@ -89,7 +92,8 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
   s.push_back(call("tp::warpgroup::commit_group"));
   s.push_back(call("tp::warpgroup::wait_group<" + std::to_string(cx.wgmma_in_flight) + ">"));
   for (int p = 0; p < P; ++p)
-    s.push_back(call("tp::warpgroup::fence_operand", {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+    s.push_back(call("tp::warpgroup::fence_operand",
+                     {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
   return seq(s);
 }
 
@@ -114,7 +118,8 @@ ir::Stmt lower_mma(LowerContext& cx, const ir::Gemm* op, bool rs) {
   std::vector<ir::Stmt> s = {ir::Allocate::make(af, {}), ir::Allocate::make(bf, {})};
   if (op->clear) {
     Var r("r");
-    s.push_back(unrolled_for(r, lc.regs_per_thread(), ir::Store::make(cx.reg(C), {Expr(r)}, Expr(0.0), {})));
+    s.push_back(unrolled_for(r, lc.regs_per_thread(),
+                             ir::Store::make(cx.reg(C), {Expr(r)}, Expr(0.0), {})));
   }
   for (int64_t kk = 0; kk < K / 16; ++kk) {
     if (!rs)
@@ -127,8 +132,9 @@ ir::Stmt lower_mma(LowerContext& cx, const ir::Gemm* op, bool rs) {
           row = Expr(kk * 16) + rr + (q / 2) * 8;
           col = m0 + am * 16 + (q % 2) * 8;
         }
-        s.push_back(call(op->trans_a ? "tp::cg::ldsm_x4_t" : "tp::cg::ldsm_x4",
-                         {call_expr("tp.regrow", {Expr(am)}, DType::i32, {af}), addr(A, row, col)}));
+        s.push_back(
+            call(op->trans_a ? "tp::cg::ldsm_x4_t" : "tp::cg::ldsm_x4",
+                 {call_expr("tp.regrow", {Expr(am)}, DType::i32, {af}), addr(A, row, col)}));
       }
     for (int64_t an = 0; an < AN; ++an) {
       Expr l16 = lane % 16;
@@ -153,11 +159,16 @@ ir::Stmt lower_mma(LowerContext& cx, const ir::Gemm* op, bool rs) {
           std::vector<Expr> regs;
           for (int h = 0; h < 2; ++h)
             for (int e = 0; e < 4; ++e)
-              regs.push_back(call_expr("tp.raw", {ir::Load::make(cx.reg(A), {Expr((am * an_a + 2 * kk + h) * 4 + e)})}, A->dtype));
+              regs.push_back(call_expr(
+                  "tp.raw", {ir::Load::make(cx.reg(A), {Expr((am * an_a + 2 * kk + h) * 4 + e)})},
+                  A->dtype));
           // pack_a wants (row g: k 2q..2q+1), (row g+8), (row g, k+8), (row g+8, k+8).
-          a = call_expr("tp::cg::pack_a", {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5], regs[6], regs[7]}, DType::i32);
+          a = call_expr("tp::cg::pack_a",
+                        {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5], regs[6], regs[7]},
+                        DType::i32);
         } else {
-          a = call_expr("tp::cg::frag4", {call_expr("tp.regrow", {Expr(am)}, DType::i32, {af})}, DType::i32);
+          a = call_expr("tp::cg::frag4", {call_expr("tp.regrow", {Expr(am)}, DType::i32, {af})},
+                        DType::i32);
         }
         s.push_back(call("tp::cg::mma16816<" + T + ", " + std::to_string((am * AN + an) * 4) + ">",
                          {call_expr("tp.buf", {}, DType::f32, {cx.reg(C)}), a,
@@ -188,11 +199,13 @@ ir::Stmt lower_simt_gemm(LowerContext& cx, const ir::Gemm* op) {
     Expr a = op->trans_a ? at(op->a, k, i) : at(op->a, i, k);
     Expr b = op->trans_b ? at(op->b, j, k) : at(op->b, k, j);
     Expr c0 = op->clear ? Expr(0.0) : at(op->c, i, j);
-    std::vector<Expr> cidx = {lower_expr(cx, op->c.min[0]) + Expr(i), lower_expr(cx, op->c.min[1]) + Expr(j)};
-    ir::Stmt body = seq({ir::Allocate::make(acc, {}), ir::Store::make(acc, {Expr(0)}, c0, {}),
-                         serial_for(k, Expr(0), Expr(K),
-                                    ir::Store::make(acc, {Expr(0)}, ir::Load::make(acc, {Expr(0)}) + a * b, {})),
-                         cx.store(op->c.buffer, cidx, ir::Load::make(acc, {Expr(0)}))});
+    std::vector<Expr> cidx = {lower_expr(cx, op->c.min[0]) + Expr(i),
+                              lower_expr(cx, op->c.min[1]) + Expr(j)};
+    ir::Stmt body = seq(
+        {ir::Allocate::make(acc, {}), ir::Store::make(acc, {Expr(0)}, c0, {}),
+         serial_for(k, Expr(0), Expr(K),
+                    ir::Store::make(acc, {Expr(0)}, ir::Load::make(acc, {Expr(0)}) + a * b, {})),
+         cx.store(op->c.buffer, cidx, ir::Load::make(acc, {Expr(0)}))});
     return ir::Let::make(i, e / N, ir::Let::make(j, e % N, body));
   });
 }
@@ -201,11 +214,16 @@ ir::Stmt lower_simt_gemm(LowerContext& cx, const ir::Gemm* op) {
 
 ir::Stmt lower_gemm(LowerContext& cx, const ir::Gemm* op) {
   switch (cx.layouts.gemms.at(op)) {
-  case GemmKind::wgmma_ss: return lower_wgmma(cx, op, false);
-  case GemmKind::wgmma_rs: return lower_wgmma(cx, op, true);
-  case GemmKind::mma: return lower_mma(cx, op, false);
-  case GemmKind::mma_rs: return lower_mma(cx, op, true);
-  case GemmKind::simt: return lower_simt_gemm(cx, op);
+  case GemmKind::wgmma_ss:
+    return lower_wgmma(cx, op, false);
+  case GemmKind::wgmma_rs:
+    return lower_wgmma(cx, op, true);
+  case GemmKind::mma:
+    return lower_mma(cx, op, false);
+  case GemmKind::mma_rs:
+    return lower_mma(cx, op, true);
+  case GemmKind::simt:
+    return lower_simt_gemm(cx, op);
   }
   return ir::Stmt();
 }

@@ -40,19 +40,22 @@ protected:
                       << ") is accessed outside a parallel loop over its layout";
     bool rows = l.kind == FragmentLayout::Kind::rows;
     bool full = idx.size() == view_->vars.size();
-    for (size_t d = 0; full && d < idx.size(); ++d) full = is_var(idx[d], view_->vars[d]);
+    for (size_t d = 0; full && d < idx.size(); ++d)
+      full = is_var(idx[d], view_->vars[d]);
     if (full && (rows == view_->rows_anchor)) return l.reg_index(view_->r);
     if (rows && !view_->rows_anchor && idx.size() == 1 && is_var(idx[0], view_->vars[0]))
       return l.reg_index(view_->rows_r);
-    user_error(loc) << "fragment '" << b->name << "' (" << l.str()
-                    << ") is indexed in a way its register layout cannot serve in this parallel "
-                       "loop; index it by the loop's variables in order, or copy it to a shared tile";
+    user_error(loc)
+        << "fragment '" << b->name << "' (" << l.str()
+        << ") is indexed in a way its register layout cannot serve in this parallel "
+           "loop; index it by the loop's variables in order, or copy it to a shared tile";
     return {};
   }
 
   Expr visit(const ir::Load* op, const Expr&) override {
     std::vector<Expr> idx;
-    for (const Expr& i : op->indices) idx.push_back(mutate(i));
+    for (const Expr& i : op->indices)
+      idx.push_back(mutate(i));
     const Buffer& b = op->buffer;
     if (cx_.layouts.in_registers(b)) return ir::Load::make(cx_.reg(b), reg_index(b, idx, loc_));
     return cx_.load(b, idx);
@@ -61,7 +64,8 @@ protected:
   ir::Stmt visit(const ir::Store* op, const ir::Stmt&) override {
     if (op->loc.known()) loc_ = op->loc;
     std::vector<Expr> idx;
-    for (const Expr& i : op->indices) idx.push_back(mutate(i));
+    for (const Expr& i : op->indices)
+      idx.push_back(mutate(i));
     Expr v = mutate(op->value);
     const Buffer& b = op->buffer;
     if (cx_.layouts.in_registers(b))
@@ -74,7 +78,8 @@ protected:
 
   ir::Stmt visit(const ir::AtomicAdd* op, const ir::Stmt&) override {
     std::vector<Expr> idx;
-    for (const Expr& i : op->indices) idx.push_back(mutate(i));
+    for (const Expr& i : op->indices)
+      idx.push_back(mutate(i));
     Expr v = mutate(op->value);
     const Buffer& b = op->buffer;
     Expr flat = b->scope == Scope::global ? cx_.global_index(b, idx) : cx_.shared_index(b, idx);
@@ -105,7 +110,8 @@ protected:
     if (!cx_.layouts.in_registers(b)) return;
     if (!any_register) any_register = b;
     bool full = idx.size() == p_->vars.size();
-    for (size_t d = 0; full && d < idx.size(); ++d) full = is_var(idx[d], p_->vars[d]);
+    for (size_t d = 0; full && d < idx.size(); ++d)
+      full = is_var(idx[d], p_->vars[d]);
     if (full && !anchor) anchor = b;
   }
   void visit(const ir::Load* op) override {
@@ -152,7 +158,8 @@ public:
                             "the loop has no register layout to follow";
     // No register fragment: spread the iterations over the consumer threads.
     int64_t n = 1;
-    for (int64_t e : p->extents) n *= e;
+    for (int64_t e : p->extents)
+      n *= e;
     ir::Stmt body = mutate(p->body);
     return strided_for(cx_, n, [&](Expr e) {
       ir::Stmt b = body;
@@ -175,7 +182,7 @@ protected:
     const Buffer& b = op->buffer;
     if (cx_.layouts.in_registers(b)) return ir::Allocate::make(cx_.reg(b), op->loc);
     if (cx_.layouts.in_shared(b)) return ir::Stmt(); // placed by PlanSharedMemory
-    return self;                                      // a local tile
+    return self;                                     // a local tile
   }
   ir::Stmt visit(const ir::Copy* op, const ir::Stmt&) override { return lower_copy(cxm_, op); }
   ir::Stmt visit(const ir::Fill* op, const ir::Stmt&) override { return lower_fill(cxm_, op); }
@@ -219,12 +226,13 @@ ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Ex
   std::vector<ir::Stmt> out;
   int rank = c->src.buffer->rank();
   for (int64_t j = 0; j < l.boxes; ++j) {
-    Expr addr = call_expr("tp.smem_addr",
-                          {Expr(slot.offset) + stage * slot.stage_bytes + Expr(j * ds[0] * inner * eb)},
-                          DType::i32);
+    Expr addr = call_expr(
+        "tp.smem_addr",
+        {Expr(slot.offset) + stage * slot.stage_bytes + Expr(j * ds[0] * inner * eb)}, DType::i32);
     std::vector<Expr> args = {addr, call_expr("tp.tmap", {Expr(index)}, DType::i32), bar};
     args.push_back(lower_expr(cx, c->src.min[rank - 1]) + Expr(j * inner));
-    for (int d = rank - 2; d >= 0; --d) args.push_back(lower_expr(cx, c->src.min[d]));
+    for (int d = rank - 2; d >= 0; --d)
+      args.push_back(lower_expr(cx, c->src.min[d]));
     out.push_back(call("tp::sm90::tma_load_" + std::to_string(rank) + "d", args));
   }
   return seq(out);
@@ -235,7 +243,8 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const auto* body = ir::as<ir::Seq>(cx.k.body);
   const int S = plan.stages, T = cx.consumer_threads();
   std::map<const ir::Copy*, int> load_index;
-  for (size_t i = 0; i < plan.loads.size(); ++i) load_index[plan.loads[i].copy] = static_cast<int>(i);
+  for (size_t i = 0; i < plan.loads.size(); ++i)
+    load_index[plan.loads[i].copy] = static_cast<int>(i);
 
   // Producer: one elected thread issues the prologue loads, then the loop's loads.
   std::vector<ir::Stmt> prologue;
@@ -243,11 +252,12 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   for (const TmaLoad& l : plan.loads)
     if (!l.in_loop) pro_bytes += l.bytes;
   if (pro_bytes > 0) {
-    prologue.push_back(call("tp::sm90::mbarrier_arrive_expect_tx",
-                            {bar_addr(cx, Expr(2 * S)), Expr(pro_bytes)}));
+    prologue.push_back(
+        call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, Expr(2 * S)), Expr(pro_bytes)}));
     for (const TmaLoad& l : plan.loads)
       if (!l.in_loop)
-        prologue.push_back(issue_tma(cx, l, load_index[l.copy], Expr(0), bar_addr(cx, Expr(2 * S))));
+        prologue.push_back(
+            issue_tma(cx, l, load_index[l.copy], Expr(0), bar_addr(cx, Expr(2 * S))));
   }
   Var k = plan.loop->var;
   Var stage("stage"), phase("phase");
@@ -258,31 +268,35 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       stage_bytes += l.bytes;
       loads.push_back(issue_tma(cx, l, load_index[l.copy], stage, bar_addr(cx, stage)));
     }
-  ir::Stmt producer_iter = seq({
-      call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
-      call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
-      seq(loads)});
+  ir::Stmt producer_iter =
+      seq({call("tp::sm90::mbarrier_wait_parity",
+                {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
+           call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
+           seq(loads)});
   producer_iter = ir::Let::make(phase, (k / S) % 2, producer_iter);
   producer_iter = ir::Let::make(stage, k % S, producer_iter);
   Expr n = lower_expr(cx, plan.loop->extent);
-  ir::Stmt producer = seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
-                           if_then(cx.tid == T, seq({seq(prologue),
-                                                     serial_for(k, Expr(0), n, producer_iter)}))});
+  ir::Stmt producer =
+      seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
+           if_then(cx.tid == T, seq({seq(prologue), serial_for(k, Expr(0), n, producer_iter)}))});
 
   // Consumer: the kernel body without the producer's copies; the loop waits for full stages
   // and frees them when its iteration is done.
   TileLowering lower(cx);
   std::vector<ir::Stmt> consumer;
-  consumer.push_back(call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">"));
+  consumer.push_back(
+      call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">"));
   if (pro_bytes > 0)
-    consumer.push_back(call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, Expr(2 * S)), Expr(0)}));
+    consumer.push_back(
+        call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, Expr(2 * S)), Expr(0)}));
   for (const ir::Stmt& s : body->stmts) {
     if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
     if (s.get() != static_cast<const ir::StmtNode*>(plan.loop)) {
       consumer.push_back(lower.mutate(s));
       continue;
     }
-    for (uint64_t uid : plan.staged) cx.stage[uid] = stage;
+    for (uint64_t uid : plan.staged)
+      cx.stage[uid] = stage;
     std::vector<ir::Stmt> iter = {
         call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
     const auto* lb = ir::as<ir::Seq>(plan.loop->body);
@@ -295,7 +309,8 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
                    cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
     cx.wgmma_in_flight = overlap ? 1 : 0;
-    for (const ir::Stmt& b : work) iter.push_back(lower.mutate(b));
+    for (const ir::Stmt& b : work)
+      iter.push_back(lower.mutate(b));
     cx.wgmma_in_flight = 0;
     if (overlap) {
       Expr prev = (k + (S - 1)) % S;
@@ -318,13 +333,14 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   int consumer_warps = T / 32;
   return seq({if_then(cx.tid == 0, call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
                                         {bar_addr(cx, Expr(0)), Expr(consumer_warps)})),
-              call("tp::block::sync"),
-              if_then(cx.tid >= T, producer, seq(consumer))});
+              call("tp::block::sync"), if_then(cx.tid >= T, producer, seq(consumer))});
 }
 
 } // namespace
 
-Expr lower_expr(const LowerContext& cx, const Expr& e) { return AccessLowering(cx, nullptr).mutate(e); }
+Expr lower_expr(const LowerContext& cx, const Expr& e) {
+  return AccessLowering(cx, nullptr).mutate(e);
+}
 
 ir::Stmt lower_tile_ops(LowerContext& cx) {
   if (cx.plan.warp_specialized) return lower_warp_specialized(cx);

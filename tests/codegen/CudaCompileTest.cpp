@@ -22,12 +22,14 @@ std::vector<Shipped> shipped() {
   for (std::string arch : {"sm_90a", "sm_80"}) {
     for (std::string layout : {"nn", "nt", "tn"}) {
       out.push_back({"gemm", "M=256,N=256,K=256,layout=" + layout, arch, true});
-      if (arch == "sm_90a") out.push_back({"gemm", "M=256,N=256,K=256,layout=" + layout, arch, false});
+      if (arch == "sm_90a")
+        out.push_back({"gemm", "M=256,N=256,K=256,layout=" + layout, arch, false});
       out.push_back({"gemm", "M=8192,N=8192,K=8192,layout=" + layout, arch, true});
     }
     // The sm_90a default tile depends on how many blocks the shape gives: these pick each
     // candidate (128x128, 128x64, 64x64) once.
-    for (std::string shape : {"M=1024,N=6144,K=4096", "M=1024,N=1024,K=1024", "M=128,N=4096,K=4096"})
+    for (std::string shape :
+         {"M=1024,N=6144,K=4096", "M=1024,N=1024,K=1024", "M=128,N=4096,K=4096"})
       out.push_back({"gemm", shape, arch, true});
     for (std::string extra : {"", ",causal=1", ",causal=1,lse=1,lens=7", ",Hkv=2"})
       for (std::string d : {"64", "128", "256"})
@@ -37,7 +39,8 @@ std::vector<Shipped> shipped() {
 }
 
 std::string name_of(const testing::TestParamInfo<Shipped>& i) {
-  std::string n = i.param.op + "_" + i.param.arch + "_" + i.param.shape + (i.param.tma ? "" : "_notma");
+  std::string n =
+      i.param.op + "_" + i.param.arch + "_" + i.param.shape + (i.param.tma ? "" : "_notma");
   for (char& c : n)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;

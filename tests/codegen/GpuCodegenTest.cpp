@@ -34,13 +34,16 @@ std::vector<Case> cases() {
                             "M=256,N=512,K=256", "M=300,N=1000,K=520", "M=1024,N=1024,K=1024"})
         out.push_back({"gemm", s + ",layout=" + layout, t, ""});
     }
-  out.push_back({"gemm", "M=512,N=512,K=512", DType::bf16, "bm=128,bn=128,bk=64,stages=3,threads=128"});
-  out.push_back({"gemm", "M=512,N=384,K=512", DType::bf16, "bm=64,bn=128,bk=64,stages=2,threads=128"});
-  out.push_back({"gemm", "M=1000,N=1000,K=999", DType::bf16, "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8"});
+  out.push_back(
+      {"gemm", "M=512,N=512,K=512", DType::bf16, "bm=128,bn=128,bk=64,stages=3,threads=128"});
+  out.push_back(
+      {"gemm", "M=512,N=384,K=512", DType::bf16, "bm=64,bn=128,bk=64,stages=2,threads=128"});
+  out.push_back({"gemm", "M=1000,N=1000,K=999", DType::bf16,
+                 "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8"});
   for (DType t : {DType::bf16, DType::f16})
     for (std::string d : {"64", "128", "256"})
-      for (std::string s : {"B=1,H=2,S=1", "B=2,H=2,S=77", "B=1,H=2,S=128", "B=1,H=2,S=1023",
-                            "B=1,H=2,S=4096"})
+      for (std::string s :
+           {"B=1,H=2,S=1", "B=2,H=2,S=77", "B=1,H=2,S=128", "B=1,H=2,S=1023", "B=1,H=2,S=4096"})
         for (std::string c : {",causal=0", ",causal=1"})
           out.push_back({"attention", s + ",D=" + d + c, t, ""});
   for (std::string extra : {"B=1,H=8,Hkv=2,S=333,Skv=1000,D=128,causal=1",

@@ -21,20 +21,23 @@ void add_show_command(CLI::App& app, int* rc) {
   cmd->add_option("--shape", a->shape, "problem keys (defaults fill the rest)");
   cmd->add_option("--config", a->config, "knobs");
   cmd->add_option("--stage", a->stage, "ir | lowered | cuda | ptx | resources");
-  cmd->add_option("--arch", a->arch, "sm_80 | sm_90a | sm_90a-notma (the variant for rows not 16-byte aligned)");
+  cmd->add_option("--arch", a->arch,
+                  "sm_80 | sm_90a | sm_90a-notma (the variant for rows not 16-byte aligned)");
   cmd->add_option("--dtype", a->dtype, "bf16 | f16 | f32");
   cmd->callback([a, rc] {
     const ops::Operator& op = ops::find_operator(a->op);
     auto kv = ops::parse_kv(a->shape, "--shape");
     // Sizes are symbolic in the kernel; fill required keys so the problem validates.
-    for (const char* k : {"M", "N", "K", "B", "H", "S"}) kv.try_emplace(k, "128");
+    for (const char* k : {"M", "N", "K", "B", "H", "S"})
+      kv.try_emplace(k, "128");
     kv.try_emplace("D", "128");
     std::map<std::string, std::string> mine;
     for (const auto& [k, help] : op.shape_keys())
       if (kv.count(k)) mine[k] = kv[k];
     ops::Problem p = op.parse(mine, parse_dtype_or_fail(a->dtype));
     const passes::Target target = passes::Target::parse(a->arch);
-    ops::Config c = a->config.empty() ? op.default_config(p, target.arch) : ops::parse_config(a->config);
+    ops::Config c =
+        a->config.empty() ? op.default_config(p, target.arch) : ops::parse_config(a->config);
     Kernel k = op.build(p, c);
     if (a->stage == "ir") {
       std::cout << ir::to_string(k.node());
@@ -46,7 +49,8 @@ void add_show_command(CLI::App& app, int* rc) {
       } else if (a->stage == "cuda") {
         std::cout << lk.source;
       } else {
-        rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, target.arch, {});
+        rt::JitKernel j =
+            rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, target.arch, {});
         if (a->stage == "ptx") {
           std::cout << j.compiled.ptx;
         } else {
@@ -55,15 +59,16 @@ void add_show_command(CLI::App& app, int* rc) {
                     << "threads per block: " << lk.block_threads << "\n"
                     << "dynamic shared memory: " << lk.smem_bytes << " bytes\n"
                     << "registers: " << u.registers << "\n"
-                    << "spill stores: " << u.spill_store_bytes << " bytes, spill loads: "
-                    << u.spill_load_bytes << " bytes\n"
+                    << "spill stores: " << u.spill_store_bytes
+                    << " bytes, spill loads: " << u.spill_load_bytes << " bytes\n"
                     << "stack frame: " << u.stack_bytes << " bytes\n"
                     << "nvrtc: " << j.compiled.seconds << " s" << (j.cache_hit ? " (cached)" : "")
                     << "\n";
         }
       }
     } else {
-      user_error() << "unknown --stage '" << a->stage << "'; use ir, lowered, cuda, ptx or resources";
+      user_error() << "unknown --stage '" << a->stage
+                   << "'; use ir, lowered, cuda, ptx or resources";
     }
     *rc = 0;
   });
