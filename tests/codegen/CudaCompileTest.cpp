@@ -27,9 +27,9 @@ std::vector<Shipped> shipped() {
       out.push_back({"gemm", "M=8192,N=8192,K=8192,layout=" + layout, arch, true});
     }
     // The sm_90a default tile depends on how many blocks the shape gives: these pick each
-    // candidate (128x128, 128x64, 64x64) once.
-    for (std::string shape :
-         {"M=1024,N=6144,K=4096", "M=1024,N=1024,K=1024", "M=128,N=4096,K=4096"})
+    // other candidate (128x192, 128x128, 128x64 and 64x64, the last two with 8 stages) once.
+    for (std::string shape : {"M=1024,N=6144,K=4096", "M=512,N=4096,K=4096",
+                              "M=1024,N=1024,K=1024", "M=128,N=4096,K=4096"})
       out.push_back({"gemm", shape, arch, true});
     for (std::string extra : {"", ",causal=1", ",causal=1,lse=1,lens=7", ",Hkv=2"})
       for (std::string d : {"64", "128", "256"})
