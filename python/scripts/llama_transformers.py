@@ -4,15 +4,23 @@
 Builds a small Llama from a LlamaConfig with random weights (nothing is downloaded), runs the
 prefill with attn_implementation="tilepilot" and "sdpa", checks that the logits agree, and
 reports the latency change from interleaved runs timed with CUDA events. TilePilot's kernel runs
-only for problems its release pins (TILEPILOT_RELEASE or --release); the report says how many
-attention calls took it, so a run where everything fell back to SDPA cannot pass for a result.
+only for problems its release pins (TILEPILOT_RELEASE or --release), or with --pin-defaults for
+the model's attention problems pinned to the operator's default config on this GPU (no release
+folder; the report says the pins are defaults, not a pilot's decision). The report says how many
+attention calls took the kernel, so a run where everything fell back to SDPA cannot pass for a
+result (with --pin-defaults such a run fails).
 
   python python/scripts/llama_transformers.py --seq 2048 --batch 2 --release out/release
+  python python/scripts/llama_transformers.py --seq 1024 --batch 1 --pin-defaults --json
+
+Only attention is routed to TilePilot (tilepilot.hf replaces the attention implementation; the
+linear layers stay torch's), so only attention problems are pinned.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -35,8 +43,13 @@ def parse_args():
     ap.add_argument("--dtype", choices=["bf16", "f16"], default="bf16")
     ap.add_argument("--iters", type=int, default=20, help="timed runs per implementation")
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--release", action="append", default=None,
-                    help="release folder(s) for the dispatcher (default: $TILEPILOT_RELEASE)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--release", action="append", default=None,
+                     help="release folder(s) for the dispatcher (default: $TILEPILOT_RELEASE)")
+    src.add_argument("--pin-defaults", action="store_true",
+                     help="pin the model's attention problems to the operator's default config "
+                          "on this GPU (tilepilot.pin_defaults; replaces an attention release "
+                          "from $TILEPILOT_RELEASE) instead of using a pilot release")
     ap.add_argument("--rtol", type=float, default=2e-2, help="relative L2 error allowed on logits")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     return ap.parse_args()
@@ -68,6 +81,17 @@ def set_impl(model, impl: str) -> None:
         model.config._attn_implementation = impl
 
 
+def attention_problems(config, batch: int, seq: int) -> list[dict]:
+    """The attention problems the prefill asks TilePilot's dispatcher about, keyed as
+    torch.ops.tilepilot.attention builds them from the tensors tilepilot.hf passes: query
+    [B, H, S, D], key/value [B, Hkv, Skv, D] (no KV cache: Skv = S), causal when S > 1 and no
+    mask (the prefill of unpadded ids). One problem: every layer has the same shape."""
+    H, Hkv = config.num_attention_heads, config.num_key_value_heads
+    D = getattr(config, "head_dim", None) or config.hidden_size // H
+    return [{"B": batch, "H": H, "Hkv": Hkv, "S": seq, "Skv": seq, "D": D,
+             "causal": int(seq > 1)}]
+
+
 def main() -> None:
     args = parse_args()
     torch, tilepilot = imports()
@@ -81,6 +105,14 @@ def main() -> None:
                          intermediate_size=args.intermediate, num_hidden_layers=args.layers,
                          num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
                          max_position_embeddings=max(args.seq, 2048), attn_implementation="sdpa")
+    pins = None
+    if args.pin_defaults:
+        try:
+            pins = tilepilot.pin_defaults("attention", attention_problems(config, args.batch,
+                                                                          args.seq),
+                                          dtype=args.dtype, device=True)
+        except ValueError as e:
+            fail(f"--pin-defaults: {e}")
     model = LlamaForCausalLM(config).to(device="cuda", dtype=dtype).eval()
     ids = torch.randint(0, args.vocab, (args.batch, args.seq), device="cuda")
 
@@ -120,14 +152,31 @@ def main() -> None:
         "attention_calls": calls, "device": torch.cuda.get_device_name(),
         "dispatch": tilepilot.dispatch_summary().strip(),
     }
+    if pins is not None:
+        result["kernel_source"] = "defaults"
+        result["pins"] = dict(pins, note="the operator's default config pinned by --pin-defaults "
+                                         "(tilepilot.pin_defaults), not a pilot release")
+    else:
+        result["kernel_source"] = "release"
+        result["release"] = args.release or [d for d in os.environ.get(
+            "TILEPILOT_RELEASE", "").split(":") if d]
+    # With --pin-defaults every attention call of the prefill is pinned, so each must have taken
+    # the kernel; a call that fell back means the pins missed the model's problem: the run fails.
+    if pins is not None and (calls["tilepilot"] == 0 or calls["fallback"]):
+        result["passed"] = False
+        result["pins_missed"] = True
     if args.json:
         print(json.dumps(result))
     else:
         for k, v in result.items():
             print(f"{k}: {v}")
-        if calls["tilepilot"] == 0:
-            print("note: every attention call fell back to SDPA (see attention_calls); the "
-                  "latency change measures the adapter, not TilePilot's kernel")
+    note = sys.stderr if args.json else sys.stdout
+    if calls["tilepilot"] == 0:
+        print("note: every attention call fell back to SDPA (see attention_calls); the "
+              "latency change measures the adapter, not TilePilot's kernel", file=note)
+    if result.get("pins_missed"):
+        print("note: --pin-defaults pinned the attention problems, yet calls fell back (see "
+              "attention_calls and dispatch): this run fails", file=note)
     sys.exit(0 if result["passed"] else 1)
 
 

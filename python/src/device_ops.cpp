@@ -14,9 +14,11 @@
 #include <sstream>
 
 #include "bindings.h"
-#include "tilepilot/error.h"
+#include "dispatch/DispatcherImpl.h"
+#include "ops/Operator.h"
 #include "runtime/Driver.h"
 #include "tilepilot/dispatch.h"
+#include "tilepilot/error.h"
 
 namespace nb = nanobind;
 
@@ -143,6 +145,72 @@ nb::dict decide(const std::string& op, const std::map<std::string, std::string>&
   return out;
 }
 
+/// Pins each problem of `op` to the operator's default config on the current GPU (`device`) or
+/// on the CPU interpreter, as an in-memory release installed into the module's dispatcher (as
+/// the model path's --pin-defaults does). Replaces the operator's release, if it had one.
+nb::dict pin_defaults(const std::string& op,
+                      const std::vector<std::map<std::string, std::string>>& shapes,
+                      const std::string& dtype, bool device) {
+  const ops::Operator& o = ops::find_operator(op); // names the known operators if not
+  auto t = parse_dtype(dtype);
+  if (!t) user_error() << "dtype '" << dtype << "' is not known; use bf16, f16 or f32";
+  if (shapes.empty())
+    user_error() << "pin_defaults: no " << op << " shapes given; pass at least one";
+  ops::DeviceIdentity dev{"CPU interpreter", "cpu"};
+  if (device) {
+    try {
+      dev = dispatch::current_device();
+    } catch (const UserError& e) {
+      std::string why = e.what();
+      if (why.rfind("error: ", 0) == 0) why.erase(0, 7);
+      why = why.substr(0, why.find("; on a machine without one")); // C++ advice
+      user_error() << "pin_defaults(device=True) pins for the current GPU, and there is none ("
+                   << why << "); device=False pins for the CPU interpreter";
+    }
+  }
+  std::vector<std::pair<ops::Problem, ops::Config>> pins;
+  std::set<std::string> seen;
+  nb::list listed;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ops::Problem p;
+    try {
+      p = o.parse(shapes[i], *t);
+    } catch (const UserError& e) {
+      std::string text, why = e.what();
+      for (const auto& [k, v] : shapes[i])
+        text += (text.empty() ? "" : ",") + k + "=" + v;
+      if (why.rfind("error: ", 0) == 0) why.erase(0, 7);
+      user_error() << "pin_defaults: " << op << " shape " << i << " ('" << text
+                   << "') is not valid: " << why;
+    }
+    if (!seen.insert(p.shape_str()).second) continue; // one pin per problem
+    ops::Config c = o.default_config(p, dev.arch);
+    o.validate(p, c);
+    nb::dict e;
+    e["shape"] = p.shape_str();
+    e["config"] = c;
+    listed.append(e);
+    pins.emplace_back(std::move(p), std::move(c));
+  }
+  auto d = dispatcher();
+  std::string replaced;
+  {
+    std::lock_guard<std::mutex> g(d->impl().mu); // install_release writes slots under it
+    const dispatch::ReleaseSlot* s = d->impl().slot(op);
+    if (s) replaced = s->release ? s->release->dir : "(invalid: " + s->load_error + ")";
+  }
+  dispatch::install_release(*d, dispatch::memory_release(op, dev, pins));
+  nb::dict out;
+  out["op"] = op;
+  out["dtype"] = std::string(dtype_name(*t));
+  out["device"] = dev.name;
+  out["arch"] = dev.arch;
+  out["source"] = std::string("defaults");
+  out["pins"] = listed;
+  out["replaced"] = replaced;
+  return out;
+}
+
 nb::dict counters(const std::string& op) {
   ops::OpCounters c = dispatcher()->counters(op);
   nb::dict reasons;
@@ -182,6 +250,9 @@ void bind_device_ops(nb::module_& m) {
         nb::arg("disable_libraries"), "Replaces the module's dispatcher.");
   m.def("decide", &decide, nb::arg("op"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device"),
         "Where a problem would go (pinned or fallback, and why), without running it.");
+  m.def("pin_defaults", &pin_defaults, nb::arg("op"), nb::arg("shapes"), nb::arg("dtype"),
+        nb::arg("device"),
+        "Pins problems to the operator's default config (in-memory release) in the dispatcher.");
   m.def("counters", &counters, nb::arg("op"));
   m.def("reset_counters", [] { dispatcher()->reset_counters(); });
   m.def("dispatch_summary", [] { return dispatcher()->summary(); });

@@ -57,3 +57,33 @@ def test_torch_ops_on_cuda_match_torch():
 def test_check_cuda_passes():
     r = tilepilot.check("gemm", "M=77,N=45,K=133", dtype="bf16", backend="cuda")
     assert r["passed"], r
+
+
+def test_pin_defaults_runs_the_kernel_on_cuda():
+    """Problems pinned to the default config (no release folder) take TilePilot's kernel."""
+    tilepilot.configure(releases=[])
+    try:
+        g, a = "M=256,N=128,K=192", {"B": 1, "H": 4, "Hkv": 2, "S": 128, "Skv": 128, "D": 64,
+                                     "causal": 1}
+        assert not tilepilot.decide("gemm", g)["pinned"]
+        r = tilepilot.pin_defaults("gemm", [g])
+        assert r["arch"].startswith("sm_") and r["source"] == "defaults"
+        tilepilot.pin_defaults("attention", [a])
+        assert tilepilot.decide("gemm", g)["pinned"] and tilepilot.decide("attention", a)["pinned"]
+
+        x = torch.randn(256, 192, device="cuda", dtype=torch.bfloat16)
+        y = torch.randn(192, 128, device="cuda", dtype=torch.bfloat16)
+        torch.testing.assert_close(tilepilot.gemm(x, y, backend="cuda").float(),
+                                   x.float() @ y.float(), atol=2e-2 * math.sqrt(192), rtol=2e-2)
+        q = torch.randn(1, 4, 128, 64, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        o = torch.ops.tilepilot.attention(q, k, v, True, None)
+        kk, vv = (t.float().repeat_interleave(2, dim=1) for t in (k, v))
+        want = torch.nn.functional.scaled_dot_product_attention(q.float(), kk, vv, is_causal=True)
+        torch.testing.assert_close(o.float(), want, atol=2e-2, rtol=2e-2)
+        torch.cuda.synchronize()
+        assert tilepilot.counters("gemm")["pinned"] == 1, tilepilot.dispatch_summary()
+        assert tilepilot.counters("attention")["pinned"] == 1, tilepilot.dispatch_summary()
+    finally:
+        tilepilot.configure(releases=[])

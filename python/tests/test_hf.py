@@ -47,3 +47,39 @@ def test_padding_mask_takes_sdpa():
     mask[1, :3] = 0  # left padding: an explicit mask, which TilePilot's kernel does not take
     torch.testing.assert_close(logits(model, "tilepilot", ids, mask),
                                logits(model, "sdpa", ids, mask))
+
+
+def test_llama_script_pins_the_problems_the_model_asks_about(monkeypatch):
+    """llama_transformers.py --pin-defaults pins attention_problems(); they must be exactly the
+    problems torch.ops.tilepilot.attention asks the dispatcher about in the prefill. On the CPU
+    the device check is bypassed and the questions recorded (each call then takes SDPA)."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "llama_transformers.py"
+    spec = importlib.util.spec_from_file_location("llama_transformers", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    asked = []
+
+    def record(key, op, shape, dtype):
+        asked.append((op, dict(shape), dtype))
+        return "recorded: test"
+
+    monkeypatch.setattr(tops, "_device_reason", lambda tensors, dtypes: None)
+    monkeypatch.setattr(tops, "_decide", record)
+    tilepilot.hf.register()
+    model = tiny_llama().to(torch.bfloat16)
+    ids = torch.randint(0, 64, (3, 13))
+    logits(model, "tilepilot", ids)
+    want = script.attention_problems(model.config, batch=3, seq=13)
+    assert len(asked) == model.config.num_hidden_layers
+    assert {str(sorted(s.items())) for _, s, _ in asked} == {str(sorted(s.items())) for s in want}
+    assert all(op == "attention" and dt == "bf16" for op, _, dt in asked)
+    # The script's problems are ones pin_defaults takes (the CPU identity here; the GPU in the
+    # script).
+    tilepilot.configure(releases=[])
+    try:
+        assert len(tilepilot.pin_defaults("attention", want, "bf16", device=False)["pins"]) == 1
+    finally:
+        tilepilot.configure(releases=[])

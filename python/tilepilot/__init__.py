@@ -22,8 +22,8 @@ import sys
 from . import _args, _core, _device, _host
 
 __version__ = _core.version
-__all__ = ["gemm", "attention", "check", "ops", "env", "configure", "decide", "counters",
-           "dispatch_summary", "reset_counters"]
+__all__ = ["gemm", "attention", "check", "ops", "env", "configure", "pin_defaults", "decide",
+           "counters", "dispatch_summary", "reset_counters"]
 
 
 def gemm(a, b, layout: str = "nn", backend: str = "cpu", *, dtype=None, config=None, out=None,
@@ -109,6 +109,38 @@ def configure(releases=None, force_fallback=(), disable_libraries=()) -> None:
     _core.configure([str(r) for r in releases], set(force_fallback), set(disable_libraries))
     if "tilepilot.torch_ops" in sys.modules:
         sys.modules["tilepilot.torch_ops"].clear_decisions()
+
+
+def pin_defaults(op: str, shapes, dtype="bf16", device: bool = True) -> dict:
+    """Pin problems to the operator's default config, without a release folder.
+
+    Installs into the CUDA dispatcher (the one configure() replaces) an in-memory release of
+    `op` that pins each shape to the operator's default config for the current GPU (device=True)
+    or for the CPU interpreter (device=False), recorded as tested and passed - as the C++ model
+    path's --pin-defaults does. The pins are defaults, not a pilot's measured decision. They
+    replace any release `op` had (a folder from configure() or earlier pins); other operators
+    keep theirs; configure() drops them.
+
+    shapes: a list of shapes as decide() takes them ({'M': 77, ...} or 'M=77,N=45,K=133'); a
+    single shape is taken as a list of one. Returns {'op', 'dtype', 'device', 'arch', 'source':
+    'defaults', 'pins': [{'shape', 'config'}], 'replaced': the previous release's folder or ''}.
+    """
+    if isinstance(shapes, (str, dict)):
+        shapes = [shapes]
+    shapes = list(shapes)
+    if not shapes:
+        raise ValueError(f"pin_defaults: no {op} shapes given; pass a list of at least one "
+                         "(e.g. ['M=4096,N=4096,K=4096'])")
+    texts = []
+    for i, s in enumerate(shapes):
+        try:
+            texts.append(_args.shape_text(s))
+        except ValueError as e:
+            raise ValueError(f"pin_defaults: {op} shape {i} ({s!r}): {e}") from None
+    r = _core.pin_defaults(op, texts, _args.dtype_name(dtype), bool(device))
+    if "tilepilot.torch_ops" in sys.modules:
+        sys.modules["tilepilot.torch_ops"].clear_decisions()
+    return r
 
 
 def decide(op: str, shape, dtype="bf16", device: bool = True) -> dict:
