@@ -11,6 +11,7 @@
 #include "defs.cuh"
 #include "types.cuh"
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#include "arch/sm90/cluster.cuh"
 #include "arch/sm90/fence.cuh"
 #include "arch/sm90/mbarrier.cuh"
 #include "arch/sm90/smem_desc.cuh"
@@ -175,6 +176,25 @@ TP_DEVICE void init_pipeline(uint32_t base, int consumer_warps) {
 TP_DEVICE void warp_arrive(uint32_t bar) {
   warp::sync();
   if (warp::lane_id() == 0) sm90::mbarrier_arrive(bar);
+}
+
+/// One arrival per warp on the mbarrier at the same shared offset in each CTA of a cluster of
+/// `Ctas` (ranks 0..Ctas-1): a stage that a multicast load fills in every CTA may be refilled
+/// only when all of them have released it.
+template <int Ctas>
+TP_DEVICE void warp_arrive_cluster(uint32_t bar) {
+  warp::sync();
+  if (warp::lane_id() == 0)
+    for (uint32_t r = 0; r < Ctas; ++r)
+      sm90::mbarrier_arrive_cluster(sm90::mapa_shared(bar, r));
+}
+
+/// All threads of all CTAs of the cluster meet (release/acquire): after the pipeline barriers
+/// are initialized, before any CTA signals another's; and before a CTA exits, while a peer may
+/// still arrive on its barriers.
+TP_DEVICE void cluster_sync() {
+  sm90::cluster_arrive();
+  sm90::cluster_wait();
 }
 
 /// wgmma descriptor of the operand at shared address `addr`.

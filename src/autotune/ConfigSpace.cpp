@@ -131,6 +131,8 @@ std::vector<ops::Knob> knob_space(const ops::Operator& op, const std::string& ar
     // A 1-stage pipeline never overlaps copy and compute; the tuner does not spend time on it.
     narrow(knobs, "stages", {2, 3, 4, 5});
     if (arch == "sm_90a") narrow(knobs, "bk", {64});
+    // Clusters multicast TMA loads; without TMA the annotation would be dropped.
+    if (arch != "sm_90a") narrow(knobs, "cluster", {1});
   }
   return knobs;
 }
@@ -237,8 +239,15 @@ ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const Targ
     if (i == knobs.size()) break;
   }
   // The operator's default config goes first: it is the baseline the tuned result must beat,
-  // and measuring it early gives early stop a realistic bar.
+  // and measuring it early gives early stop a realistic bar. It joins the space when the knob
+  // values leave it out (the default may use, say, a deeper pipeline than the search does).
   ops::Config dflt = op.default_config(p, t.arch);
+  bool has_default = std::any_of(space.kept.begin(), space.kept.end(),
+                                 [&](const Candidate& c) { return is_default_config(c.config, dflt); });
+  if (!has_default) {
+    Candidate d = estimate(op, p, t, dflt);
+    if (d.reason.empty()) space.kept.push_back(std::move(d));
+  }
   for (Candidate& c : space.kept) {
     // Among configs the heuristic cannot tell apart (swizzle, stages), the ones nearest the
     // default go first: the default is the best-known point, so its neighbours are the safest.
@@ -256,9 +265,12 @@ ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const Targ
 }
 
 bool is_default_config(const ops::Config& c, const ops::Config& dflt) {
+  // A knob the default leaves out takes the value that changes nothing: no rasterization
+  // panel (swizzle 0), no cluster (1 block).
+  auto neutral = [](const std::string& k) -> int64_t { return k == "cluster" ? 1 : 0; };
   for (const auto& [k, v] : c) {
     auto it = dflt.find(k);
-    if (it == dflt.end() ? v != 0 : it->second != v) return false;
+    if (it == dflt.end() ? v != neutral(k) : it->second != v) return false;
   }
   return std::all_of(dflt.begin(), dflt.end(), [&](auto& kv) { return c.count(kv.first) > 0; });
 }

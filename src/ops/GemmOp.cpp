@@ -19,9 +19,13 @@ Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c) {
   Tensor C("C", {M, N}, dtype);
   auto it = c.find("swizzle");
   int64_t swizzle = it == c.end() ? 0 : it->second;
+  auto cl = c.find("cluster");
+  int64_t cluster = cl == c.end() ? 1 : cl->second;
   return kernel("gemm_" + layout, {A, B, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
                 threads(static_cast<int>(c.at("threads"))), [&](Var bx, Var by) {
                   if (swizzle > 0) annotate("swizzle", std::to_string(swizzle));
+                  // Pairs of blocks along M share B's tile: TMA multicast on sm_90a.
+                  if (cluster > 1) annotate("cluster", std::to_string(cluster));
                   Tile As = ta ? alloc_shared({bk, bm}, dtype) : alloc_shared({bm, bk}, dtype);
                   Tile Bs = tb ? alloc_shared({bn, bk}, dtype) : alloc_shared({bk, bn}, dtype);
                   Tile acc = alloc_fragment({bm, bn}, f32);
@@ -52,7 +56,8 @@ std::vector<Knob> GemmOp::knobs() const {
           {"bk", {32, 64}, "reduction step"},
           {"stages", {1, 2, 3, 4, 5}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
-          {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)"}};
+          {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)"},
+          {"cluster", {1, 2}, "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)"}};
 }
 
 Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -130,6 +135,8 @@ void GemmOp::validate(const Problem&, const Config& c) const {
     user_error() << "gemm: stages must be in [1, 8], got " << c.at("stages");
   if (c.at("threads") % 32 || c.at("threads") < 32 || c.at("threads") > 1024)
     user_error() << "gemm: threads must be a multiple of 32 in [32, 1024]";
+  if (c.count("cluster") && c.at("cluster") != 1 && c.at("cluster") != 2)
+    user_error() << "gemm: cluster must be 1 or 2, got " << c.at("cluster");
 }
 
 Kernel GemmOp::build(const Problem& p, const Config& c) const {

@@ -3,6 +3,7 @@
 //   barrier'd IR -> plan shared memory -> lower tile ops -> emit CUDA C++.
 #include "passes/Lower.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -32,6 +33,11 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
   if (p.warp_specialized) {
     os << "// pipeline: warp-specialized, " << p.stages << " stages, producer warpgroup issues "
        << p.loads.size() << " TMA load(s)\n";
+    if (p.cluster > 1)
+      os << "// cluster: " << p.cluster << " blocks along grid y; multicast loads:"
+         << std::count_if(p.loads.begin(), p.loads.end(), [](auto& l) { return l.multicast; })
+         << "\n";
+    if (!p.cluster_note.empty()) os << "// " << p.cluster_note << "\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
@@ -67,6 +73,7 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.entry = "tp_" + k.name;
   out.block_threads = k.threads + plan.producer_threads();
   out.smem_bytes = smem.total_bytes;
+  out.cluster_y = plan.cluster;
   for (const passes::TmaLoad& l : plan.loads)
     out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
   out.param_written.assign(k.params.size(), false);

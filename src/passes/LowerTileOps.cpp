@@ -225,15 +225,30 @@ ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Ex
   int64_t inner = l.box[0];
   std::vector<ir::Stmt> out;
   int rank = c->src.buffer->rank();
+  // Multicast in a 2-CTA cluster: CTA r loads boxes r, r+2, ... into both CTAs (mask 0b11).
+  const bool mc = l.multicast && cx.plan.cluster == 2;
+  Expr cta_rank = call_expr("tp::sm90::cluster_ctarank", {}, DType::i32);
+  // Split by rows (an odd number of boxes): CTA r loads rows [r*h, (r+1)*h) of every box.
+  const int64_t half_rows = ds[0] / 2;
   for (int64_t j = 0; j < l.boxes; ++j) {
-    Expr addr = call_expr(
-        "tp.smem_addr",
-        {Expr(slot.offset) + stage * slot.stage_bytes + Expr(j * ds[0] * inner * eb)}, DType::i32);
+    Expr offset = Expr(slot.offset) + stage * slot.stage_bytes + Expr(j * ds[0] * inner * eb);
+    if (mc && l.multicast_rows) offset = offset + cta_rank * Expr(half_rows * inner * eb);
+    Expr addr = call_expr("tp.smem_addr", {offset}, DType::i32);
     std::vector<Expr> args = {addr, call_expr("tp.tmap", {Expr(index)}, DType::i32), bar};
+    if (mc) args.push_back(Expr(3));
     args.push_back(lower_expr(cx, c->src.min[rank - 1]) + Expr(j * inner));
-    for (int d = rank - 2; d >= 0; --d)
-      args.push_back(lower_expr(cx, c->src.min[d]));
-    out.push_back(call("tp::sm90::tma_load_" + std::to_string(rank) + "d", args));
+    for (int d = rank - 2; d >= 0; --d) {
+      Expr coord = lower_expr(cx, c->src.min[d]);
+      if (mc && l.multicast_rows && d == rank - 2) coord = coord + cta_rank * Expr(half_rows);
+      args.push_back(coord);
+    }
+    std::string fn = "tp::sm90::tma_load_" + std::to_string(rank) + "d";
+    if (!mc)
+      out.push_back(call(fn, args));
+    else if (l.multicast_rows)
+      out.push_back(call(fn + "_multicast", args));
+    else
+      out.push_back(if_then(cta_rank == Expr(j % 2), call(fn + "_multicast", args)));
   }
   return seq(out);
 }
@@ -312,11 +327,15 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     for (const ir::Stmt& b : work)
       iter.push_back(lower.mutate(b));
     cx.wgmma_in_flight = 0;
+    // In a cluster, a stage is released in every CTA: the peer's producer refills it here too.
+    const std::string release =
+        plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
+                         : "tp::cg::warp_arrive";
     if (overlap) {
       Expr prev = (k + (S - 1)) % S;
-      iter.push_back(if_then(k > 0, call("tp::cg::warp_arrive", {bar_addr(cx, prev + S)})));
+      iter.push_back(if_then(k > 0, call(release, {bar_addr(cx, prev + S)})));
     } else {
-      iter.push_back(call("tp::cg::warp_arrive", {bar_addr(cx, stage + S)}));
+      iter.push_back(call(release, {bar_addr(cx, stage + S)}));
     }
     ir::Stmt it = ir::Let::make(stage, k % S, ir::Let::make(phase, (k / S) % 2, seq(iter)));
     consumer.push_back(serial_for(k, Expr(0), n, it));
@@ -330,10 +349,15 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     }
     cx.stage.clear();
   }
-  int consumer_warps = T / 32;
-  return seq({if_then(cx.tid == 0, call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
-                                        {bar_addr(cx, Expr(0)), Expr(consumer_warps)})),
-              call("tp::block::sync"), if_then(cx.tid >= T, producer, seq(consumer))});
+  // Each empty barrier counts the consumer warps of every CTA that shares the stage.
+  int consumer_warps = T / 32 * plan.cluster;
+  ir::Stmt init = if_then(cx.tid == 0, call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
+                                            {bar_addr(cx, Expr(0)), Expr(consumer_warps)}));
+  ir::Stmt roles = if_then(cx.tid >= T, producer, seq(consumer));
+  if (plan.cluster == 1) return seq({init, call("tp::block::sync"), roles});
+  // A peer signals this CTA's barriers only after they exist, and this CTA exits only after
+  // the peer's last arrival on them.
+  return seq({init, call("tp::cg::cluster_sync"), roles, call("tp::cg::cluster_sync")});
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // Pipeline planning: find the pipelined loop and the copies a TMA producer can take over.
 #include "passes/PlanPipeline.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "ir/IRVisitor.h"
@@ -69,6 +70,65 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
   for (int d = rank - 1; d >= 0; --d) l.box.push_back(d == rank - 1 ? inner : src.extent[d]);
   l.bytes = ds[0] * ds[1] * eb;
   return l;
+}
+
+/// Collects the uids of the variables an expression reads.
+class VarUses : public ir::IRVisitor {
+public:
+  using ir::IRVisitor::visit;
+  std::set<uint64_t> uids;
+
+protected:
+  void visit(const ir::Variable* v) override { uids.insert(v->uid); }
+};
+
+/// A 2-CTA cluster along grid y (the "cluster" annotation): blocks (bx, 2c) and (bx, 2c+1) run
+/// together, and a loop load whose source tile does not depend on the y block index is the same
+/// in both, so each CTA loads half of its boxes and multicasts them. Only loads whose source
+/// indices read nothing but the other block indices, the loop variable and the kernel's Dims
+/// qualify (anything else might differ between the two CTAs). An even number of boxes splits
+/// by boxes; otherwise a 2-d tile splits each box's rows in halves (a multiple of 8 rows each,
+/// so the halves start on a swizzle-pattern boundary). Without such a load the cluster would
+/// only cost, so it is dropped, with a note.
+void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
+  auto it = k.attrs.find("cluster");
+  if (it == k.attrs.end() || it->second == "1") return;
+  if (it->second != "2") {
+    plan.cluster_note = "cluster=" + it->second + " is not supported (1 or 2)";
+    return;
+  }
+  if (k.block_vars.size() < 2) {
+    plan.cluster_note = "cluster=2 pairs blocks along grid y, and the kernel has a 1-d grid";
+    return;
+  }
+  std::set<uint64_t> allowed = {ir::as<ir::Variable>(plan.loop->var)->uid};
+  for (size_t i = 0; i < k.block_vars.size(); ++i)
+    if (i != 1) allowed.insert(ir::as<ir::Variable>(k.block_vars[i])->uid);
+  for (const Var& d : k.dims)
+    allowed.insert(ir::as<ir::Variable>(d)->uid);
+  int shared = 0;
+  for (TmaLoad& l : plan.loads) {
+    bool by_rows = l.boxes % 2 != 0;
+    if (!l.in_loop || (by_rows && (l.box.size() != 2 || l.box[1] % 16 != 0))) continue;
+    VarUses u;
+    for (const Expr& e : l.copy->src.min)
+      u.visit(e);
+    bool same =
+        std::all_of(u.uids.begin(), u.uids.end(), [&](uint64_t id) { return allowed.count(id); });
+    if (!same) continue;
+    l.multicast = true;
+    ++shared;
+    if (by_rows) {
+      l.multicast_rows = true;
+      l.box[1] /= 2;
+    }
+  }
+  if (shared == 0) {
+    plan.cluster_note = "cluster=2 dropped: no loop load is the same for both blocks of a pair "
+                        "and splits in two";
+    return;
+  }
+  plan.cluster = 2;
 }
 
 } // namespace
@@ -148,6 +208,7 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
     return plan;
   }
   plan.warp_specialized = true;
+  plan_cluster(k, plan);
   return plan;
 }
 

@@ -24,6 +24,12 @@ struct TmaLoad {
   int64_t boxes = 1;              // boxes per copy (column chunks of the shared tile)
   int64_t bytes = 0;              // bytes the whole copy lands
   bool in_loop = false;           // staged inside the pipelined loop, or before it
+  /// In a 2-CTA cluster: the tile is the same in both CTAs, so each loads half of its boxes and
+  /// multicasts them to both.
+  bool multicast = false;
+  /// Multicast with an odd number of boxes: each CTA loads one half of every box's rows (the
+  /// box's outer extent is then half the tile's).
+  bool multicast_rows = false;
 };
 
 struct PipelinePlan {
@@ -33,6 +39,10 @@ struct PipelinePlan {
   int stages = 1;
   std::vector<TmaLoad> loads;     // loop loads, then prologue loads
   std::set<uint64_t> staged;      // shared buffers with one copy per stage
+  /// CTAs per thread-block cluster along grid y (the kernel's "cluster" annotation, honoured
+  /// when some loop load can be multicast): the pair of blocks (bx, 2c) and (bx, 2c+1).
+  int cluster = 1;
+  std::string cluster_note;       // why a requested cluster was not used
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
 };

@@ -37,7 +37,7 @@ CliRun run(const std::string& args) {
 TEST(TuneCommand, DryRunPrintsThePrunedSpace) {
   CliRun r = run("tune gemm --shape M=4096,N=4096,K=4096 --arch sm_90a --dry-run");
   EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("space: 576 configs, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("space: 1152 configs, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pruned before compiling (divisibility "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("shared memory per block, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("search order (first 10 of "), std::string::npos) << r.out;

@@ -72,4 +72,39 @@ TEST_P(ShippedConfigs, CompileThroughNvrtc) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, ShippedConfigs, testing::ValuesIn(shipped()), name_of);
 
+// cluster=2: B's tile is multicast to both blocks of a pair (split by boxes for nn, by rows
+// for nt), the launch pairs blocks along y; on sm_80 (no TMA) the annotation is dropped.
+TEST(ClusterGemm, MulticastsBOnSm90aAndIsDroppedWithoutTma) {
+  const ops::Operator& op = ops::find_operator("gemm");
+  ops::Config c = ops::parse_config("bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,cluster=2");
+  for (std::string layout : {"nn", "nt"}) {
+    ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096,layout=" + layout, "shape"),
+                              DType::bf16);
+    cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, c), passes::Target::parse("sm_90a"));
+    EXPECT_EQ(lk.cluster_y, 2) << layout;
+    rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+    EXPECT_NE(j.compiled.ptx.find(".multicast::cluster"), std::string::npos) << layout;
+    EXPECT_NE(j.compiled.ptx.find("mapa.shared::cluster"), std::string::npos) << layout;
+    rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+    EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+  }
+  ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096", "shape"), DType::bf16);
+  ops::Config c80 = ops::parse_config("bm=128,bn=128,bk=32,stages=3,threads=128,cluster=2");
+  cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, c80), passes::Target::parse("sm_80"));
+  EXPECT_EQ(lk.cluster_y, 1);
+  EXPECT_EQ(lk.source.find("cluster"), std::string::npos);
+}
+
+TEST(ClusterGemm, OnlyOneOrTwo) {
+  const ops::Operator& op = ops::find_operator("gemm");
+  ops::Problem p = op.parse(ops::parse_kv("M=256,N=256,K=256", "shape"), DType::bf16);
+  ops::Config c = ops::parse_config("bm=128,bn=128,bk=64,stages=4,threads=256,cluster=4");
+  try {
+    op.build(p, c);
+    FAIL() << "cluster=4 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster must be 1 or 2"), std::string::npos) << e.what();
+  }
+}
+
 } // namespace

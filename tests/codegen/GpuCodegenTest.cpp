@@ -40,6 +40,15 @@ std::vector<Case> cases() {
       {"gemm", "M=512,N=384,K=512", DType::bf16, "bm=64,bn=128,bk=64,stages=2,threads=128"});
   out.push_back({"gemm", "M=1000,N=1000,K=999", DType::bf16,
                  "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8"});
+  // 2-block clusters with B multicast: split by boxes (nn, tn) and by rows (nt, and the 64x64
+  // tile's single box); odd block-row counts (5, 3, 1) launch a spare block.
+  for (std::string layout : {"nn", "nt", "tn"})
+    out.push_back({"gemm", "M=640,N=1000,K=520,layout=" + layout, DType::bf16,
+                   "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,cluster=2"});
+  out.push_back({"gemm", "M=150,N=264,K=520,layout=nt", DType::f16,
+                 "bm=64,bn=64,bk=64,stages=4,threads=128,cluster=2"});
+  out.push_back({"gemm", "M=8,N=264,K=520,layout=nn", DType::bf16,
+                 "bm=64,bn=64,bk=64,stages=8,threads=128,cluster=2"});
   for (DType t : {DType::bf16, DType::f16})
     for (std::string d : {"64", "128", "256"})
       for (std::string s :

@@ -53,6 +53,36 @@ TP_DEVICE void tma_load_4d(uint32_t dst, const void* tmap, uint32_t mbar, int c0
                : "memory");
 }
 
+/// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster
+///   [dst], [tmap, {c0, c1}], [mbar], cta_mask: one box lands at the same shared offset `dst` in
+///   every CTA of the cluster whose bit is set in cta_mask, and completes its bytes on the
+///   mbarrier at offset `mbar` in each of them. Each receiving CTA expects the whole box.
+TP_DEVICE void tma_load_2d_multicast(uint32_t dst, const void* tmap, uint32_t mbar,
+                                     uint16_t cta_mask, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%4, %5}], [%2], %3;" ::"r"(dst),
+               "l"(tmap), "r"(mbar), "h"(cta_mask), "r"(c0), "r"(c1)
+               : "memory");
+}
+
+/// The 3-d multicast load: [dst], [tmap, {c0, c1, c2}], [mbar], cta_mask.
+TP_DEVICE void tma_load_3d_multicast(uint32_t dst, const void* tmap, uint32_t mbar,
+                                     uint16_t cta_mask, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%4, %5, %6}], [%2], %3;" ::"r"(dst),
+               "l"(tmap), "r"(mbar), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
+/// The 4-d multicast load: [dst], [tmap, {c0, c1, c2, c3}], [mbar], cta_mask.
+TP_DEVICE void tma_load_4d_multicast(uint32_t dst, const void* tmap, uint32_t mbar,
+                                     uint16_t cta_mask, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               ".multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;" ::"r"(dst),
+               "l"(tmap), "r"(mbar), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+
 /// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {c0, c1}], [src]: shared src ->
 /// box at (c0, c1). Joins the current bulk group (tma_store_commit / tma_store_wait_read).
 TP_DEVICE void tma_store_2d(const void* tmap, int c0, int c1, uint32_t src) {

@@ -97,6 +97,10 @@ protected:
     static const char* dims[] = {"x", "y", "z"};
     auto it = k.attrs.find("swizzle");
     int64_t w = it == k.attrs.end() ? 0 : std::stoll(it->second);
+    if (in_.plan.cluster == 2 && k.block_vars.size() >= 2) {
+      emit_cluster_pair_indices(w);
+      return;
+    }
     if (w > 1 && k.block_vars.size() >= 2) {
       // Grouped rasterization: consecutive blocks walk down a panel of w block-rows, so they
       // share the same columns of B in L2.
@@ -124,6 +128,36 @@ protected:
       os_ << "const int " << var_name(ir::as<ir::Variable>(k.block_vars[i])) << " = blockIdx."
           << dims[i] << ";\n";
     }
+  }
+
+  /// Blocks (x, 2c) and (x, 2c+1) form a cluster and must get the same bx and by = 2c' + rank
+  /// (PlanPipeline's multicast relies on it), so grouped rasterization runs over the grid of
+  /// pairs, with panels of w/2 pair-rows (= w block-rows).
+  void emit_cluster_pair_indices(int64_t w) {
+    const ir::KernelNode& k = in_.k;
+    std::string bx = var_name(ir::as<ir::Variable>(k.block_vars[0]));
+    std::string by = var_name(ir::as<ir::Variable>(k.block_vars[1]));
+    auto line = [&](const std::string& s) {
+      indent();
+      os_ << s << "\n";
+    };
+    line("const int tp_crank = blockIdx.y & 1;");
+    int64_t w2 = w / 2;
+    if (w2 >= 1) {
+      std::string W = std::to_string(w2);
+      line("const int tp_lin = (blockIdx.y >> 1) * gridDim.x + blockIdx.x;");
+      line("const int tp_group = tp_lin / (" + W + " * gridDim.x);");
+      line("const int tp_rows = tp::imin((int)(gridDim.y >> 1) - tp_group * " + W + ", " + W +
+           ");");
+      line("const int " + by + " = (tp_group * " + W + " + (tp_lin % (" + W +
+           " * gridDim.x)) % tp_rows) * 2 + tp_crank;");
+      line("const int " + bx + " = (tp_lin % (" + W + " * gridDim.x)) / tp_rows;");
+    } else {
+      line("const int " + bx + " = blockIdx.x;");
+      line("const int " + by + " = blockIdx.y;");
+    }
+    for (size_t i = 2; i < k.block_vars.size(); ++i)
+      line("const int " + var_name(ir::as<ir::Variable>(k.block_vars[i])) + " = blockIdx.z;");
   }
 
   // --- expressions ---------------------------------------------------------------------------

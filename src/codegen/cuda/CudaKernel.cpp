@@ -138,6 +138,14 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) 
   for (auto& m : maps) params.push_back(&m);
   for (auto& d : dims) params.push_back(&d);
   rt::LaunchConfig cfg;
+  if (int c = v.lowered->cluster_y; c > 1) {
+    // Pairs of blocks along y: the spare block of an odd count loads zeros and stores nothing.
+    grid[1] = (grid[1] + c - 1) / c * c;
+    if (grid[1] > 65535)
+      user_error() << "kernel '" << k.name << "': grid dimension 1 is " << grid[1]
+                   << " after rounding up to the cluster of " << c << ", outside what CUDA launches";
+    cfg.cluster = {1, static_cast<unsigned>(c), 1};
+  }
   cfg.grid = grid;
   cfg.block = {static_cast<unsigned>(v.lowered->block_threads), 1, 1};
   cfg.shared_bytes = static_cast<unsigned>(v.lowered->smem_bytes);

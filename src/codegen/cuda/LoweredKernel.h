@@ -26,6 +26,8 @@ struct LoweredKernel {
   std::string canonical_ir;     // cache key part: canonical tile-level IR + target
   int block_threads = 0;        // consumers + producer warpgroup
   int64_t smem_bytes = 0;       // dynamic shared memory
+  /// Thread-block cluster along grid y (2: blocks pair up; the launch rounds grid y up to even).
+  int cluster_y = 1;
   std::vector<TmaParam> tmas;
   std::vector<bool> param_written; // per parameter: does the kernel write it
   std::string lowered_text;     // layouts, pipeline plan and lowered IR
