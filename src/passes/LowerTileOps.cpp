@@ -283,8 +283,11 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       stage_bytes += l.bytes;
       loads.push_back(issue_tma(cx, l, load_index[l.copy], stage, bar_addr(cx, stage)));
     }
+  // Barriers that another CTA of the cluster completes are polled without a suspend hint.
+  const std::string wait = plan.cluster > 1 ? "tp::sm90::mbarrier_wait_parity_cluster"
+                                            : "tp::sm90::mbarrier_wait_parity";
   ir::Stmt producer_iter =
-      seq({call("tp::sm90::mbarrier_wait_parity",
+      seq({call(wait,
                 {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
            call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
            seq(loads)});
@@ -312,8 +315,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     }
     for (uint64_t uid : plan.staged)
       cx.stage[uid] = stage;
-    std::vector<ir::Stmt> iter = {
-        call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
+    std::vector<ir::Stmt> iter = {call(wait, {bar_addr(cx, stage), phase})};
     const auto* lb = ir::as<ir::Seq>(plan.loop->body);
     std::vector<ir::Stmt> work;
     for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body})
