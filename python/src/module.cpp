@@ -3,6 +3,7 @@
 // (tp::InternalError) a RuntimeError that says it is one.
 #include "bindings.h"
 
+#include "runtime/BuildInfo.h"
 #include "tilepilot/error.h"
 
 namespace nb = nanobind;
@@ -10,7 +11,7 @@ namespace nb = nanobind;
 NB_MODULE(_core, m) {
   m.doc() = "TilePilot core (C++): CPU interpreter, CUDA dispatch, checks";
   m.attr("version") = TILEPILOT_VERSION;
-  m.attr("git_commit") = TILEPILOT_GIT_COMMIT;
+  m.attr("git_commit") = tp::rt::build_git_commit();
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

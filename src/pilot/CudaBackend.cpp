@@ -3,9 +3,8 @@
 // `not run` with its reason and never a failure or a number.
 #include "pilot/CudaBackend.h"
 
-#include <cstdlib>
-
 #include <algorithm>
+#include <cstdlib>
 
 #include "autotune/ConfigSpace.h"
 #include "autotune/Hooks.h"
@@ -19,6 +18,7 @@
 #include "perf/SideBySide.h"
 #include "runtime/Driver.h"
 #include "runtime/Nvrtc.h"
+#include "tilepilot/error.h"
 
 namespace tp::pilot {
 
@@ -100,6 +100,19 @@ FallbackResult fallback_test(const ops::Operator& op, const ops::Problem& p) {
 
 TuneResult tune(const ops::Operator& op, const ops::Problem& p, const ops::Config& start,
                 const CudaBackendOptions& o) {
+  autotune::TuneOptions to;
+  // $TILEPILOT_TUNE_BUDGET_S overrides the per-shape search budget (a short GPU session).
+  const char* budget = std::getenv("TILEPILOT_TUNE_BUDGET_S");
+  to.budget_seconds = o.tune_budget_seconds;
+  if (budget && *budget) {
+    char* end = nullptr;
+    double v = std::strtod(budget, &end);
+    if (*end != '\0' || !(v > 0))
+      user_error() << "TILEPILOT_TUNE_BUDGET_S='" << budget
+                   << "' is not a positive number of seconds; write e.g. 60, or unset it for the "
+                   << o.tune_budget_seconds << " s default";
+    to.budget_seconds = v;
+  }
   rt::DeviceInfo d = require_gpu();
   std::optional<autotune::TuneHooks> hooks = autotune::default_hooks(op, p, d.arch);
   if (!hooks || !hooks->compile) throw StageSkipped("no tuning hooks are registered");
@@ -113,10 +126,6 @@ TuneResult tune(const ops::Operator& op, const ops::Problem& p, const ops::Confi
                   space.kept.begin() + long(i) + 1);
       break;
     }
-  autotune::TuneOptions to;
-  // $TILEPILOT_TUNE_BUDGET_S overrides the per-shape search budget (a short GPU session).
-  const char* budget = std::getenv("TILEPILOT_TUNE_BUDGET_S");
-  to.budget_seconds = budget && *budget ? std::atof(budget) : o.tune_budget_seconds;
   to.progress = autotune::TuneOptions::Progress::off; // the pilot shows its own progress
   to.label = op.name() + " " + p.shape_str();
   autotune::TuneResult r = autotune::tune(space, *hooks, to);

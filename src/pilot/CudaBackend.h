@@ -8,7 +8,9 @@
 namespace tp::pilot {
 
 struct CudaBackendOptions {
-  double tune_budget_seconds = 300; // per representative shape
+  // Per representative shape. A spec has up to four, so tuning one operator stays under ten
+  // minutes (issue 6); the H200 runs of 2026-11-30 found the best config within 30 s a shape.
+  double tune_budget_seconds = 120;
   int warm_runs = 50, warm_warmup = 10;
 };
 

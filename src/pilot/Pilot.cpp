@@ -10,6 +10,7 @@
 #include "pilot/Files.h"
 #include "pilot/PilotRun.h"
 #include "pilot/Report.h"
+#include "runtime/BuildInfo.h"
 #include "runtime/Environment.h"
 
 namespace tp::pilot {
@@ -134,7 +135,7 @@ void stage_environment(PilotRun& r) {
   r.run_stage("environment", [&](nlohmann::json& d) {
     rt::EnvironmentInfo env = rt::capture_environment();
     d["environment"] = rt::to_json(env);
-    d["tilepilot"] = {{"version", TILEPILOT_VERSION}, {"git_commit", TILEPILOT_GIT_COMMIT}};
+    d["tilepilot"] = {{"version", TILEPILOT_VERSION}, {"git_commit", rt::build_git_commit()}};
     std::string why;
     r.device = r.opt.backends.device ? r.opt.backends.device(&why) : std::nullopt;
     if (!r.opt.backends.device) why = "no device probe in this build";

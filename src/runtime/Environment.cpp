@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <sys/utsname.h>
 
+#include "runtime/BuildInfo.h"
 #include "runtime/DeviceBuffer.h"
 #include "runtime/Driver.h"
 #include "runtime/DynamicLibrary.h"
@@ -54,7 +55,7 @@ std::string cudnn_version() {
 EnvironmentInfo capture_environment() {
   EnvironmentInfo e;
   e.tilepilot_version = TILEPILOT_VERSION;
-  e.git_commit = TILEPILOT_GIT_COMMIT;
+  e.git_commit = build_git_commit();
   e.host_compiler = TILEPILOT_CXX_COMPILER;
   e.os = os_text();
   e.cuda_toolkit = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);

@@ -3,6 +3,7 @@
 // reports resources, a pilot records NVRTC-only compile results, and replaying a cuda
 // reproducer says what to do instead. On an sm_90a GPU (label gpu): full gemm and attention
 // pilots measure every stage and reach a decision.
+#include <cstdlib>
 #include <filesystem>
 
 #include "PilotTestSupport.h"
@@ -75,6 +76,26 @@ TEST(PilotCudaBackend, WithoutADriverEveryGpuHookSaysNotRun) {
     std::string why = skipped(call);
     EXPECT_EQ(why.rfind("no GPU (", 0), 0u) << name << ": " << why;
   }
+}
+
+TEST(PilotCudaBackend, BadTuneBudgetInTheEnvironmentIsAUserError) {
+  Backends b = default_backends();
+  ops::Problem p = gemm_problem();
+  ops::Config c = gemm().default_config(p, "sm_90a");
+  for (const char* bad : {"abc", "0", "-5", "12s"}) {
+    setenv("TILEPILOT_TUNE_BUDGET_S", bad, 1);
+    try {
+      b.tune(gemm(), p, c);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("TILEPILOT_TUNE_BUDGET_S='" + std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << bad << ": not a user error: " << e.what();
+    }
+  }
+  unsetenv("TILEPILOT_TUNE_BUDGET_S");
 }
 
 TEST(PilotCudaBackend, CompileOnlyNeedsNoGpu) {

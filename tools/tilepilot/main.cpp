@@ -4,12 +4,14 @@
 
 #include "Commands.h"
 #include "autotune/CudaHooks.h"
+#include "runtime/BuildInfo.h"
 #include "tilepilot/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"TilePilot: tile-language GPU kernels and the operator pilot"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(TILEPILOT_VERSION) + " (" TILEPILOT_GIT_COMMIT ")");
+  app.set_version_flag("--version",
+                       std::string(TILEPILOT_VERSION) + " (" + tp::rt::build_git_commit() + ")");
   int rc = 0;
   // `tilepilot tune` and adaptive config choice find the CUDA backend's tuning hooks through
   // the registry; registered here, explicitly, because a static initialiser in the core library
