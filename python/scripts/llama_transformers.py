@@ -92,6 +92,36 @@ def attention_problems(config, batch: int, seq: int) -> list[dict]:
              "causal": int(seq > 1)}]
 
 
+def register_timed(torch, tilepilot) -> dict:
+    """Registers "<impl>_timed" twins of "sdpa" and "tilepilot" that record CUDA events around
+    each attention call (same masks as the originals), for one profiled forward: the attention
+    share of the forward's time. Returns {impl: list of (start, end) event pairs}."""
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    events = {"sdpa": [], "tilepilot": []}
+    inner = {"sdpa": sdpa_attention_forward, "tilepilot": tilepilot.hf.tilepilot_attention}
+
+    def timed(impl):
+        def fn(*a, **kw):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = inner[impl](*a, **kw)
+            end.record()
+            events[impl].append((start, end))
+            return out
+        return fn
+
+    for impl in events:
+        AttentionInterface.register(impl + "_timed", timed(impl))
+        try:
+            from transformers import AttentionMaskInterface
+            from transformers.masking_utils import sdpa_mask
+            AttentionMaskInterface.register(impl + "_timed", sdpa_mask)
+        except ImportError:
+            pass
+    return events
+
+
 def main() -> None:
     args = parse_args()
     torch, tilepilot = imports()
@@ -143,6 +173,25 @@ def main() -> None:
             if i >= args.warmup:
                 times[impl].append(start.elapsed_time(end))
     med = {k: statistics.median(v) for k, v in times.items()}
+
+    # One profiled forward per implementation: attention's share of the forward's time.
+    events = register_timed(torch, tilepilot)
+    share = {}
+    for impl in ("sdpa", "tilepilot"):
+        events[impl].clear()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        set_impl(model, impl + "_timed")
+        torch.cuda.synchronize()
+        start.record()
+        with torch.inference_mode():
+            model(input_ids=ids, use_cache=False)
+        end.record()
+        torch.cuda.synchronize()
+        attn_ms = sum(a.elapsed_time(b) for a, b in events[impl])
+        total_ms = start.elapsed_time(end)
+        share[impl] = {"attention_ms": attn_ms, "forward_ms": total_ms,
+                       "share": attn_ms / total_ms if total_ms > 0 else 0.0,
+                       "calls": len(events[impl])}
     result = {
         "model": f"llama L={args.layers} hidden={args.hidden} H={args.heads} Hkv={args.kv_heads}",
         "batch": args.batch, "seq": args.seq, "dtype": args.dtype,
@@ -150,6 +199,7 @@ def main() -> None:
         "sdpa_ms_median": med["sdpa"], "tilepilot_ms_median": med["tilepilot"],
         "change_pct": 100.0 * (med["tilepilot"] - med["sdpa"]) / med["sdpa"],
         "attention_calls": calls, "device": torch.cuda.get_device_name(),
+        "attention_share": share,
         "dispatch": tilepilot.dispatch_summary().strip(),
     }
     if pins is not None:
