@@ -242,8 +242,9 @@ ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const Targ
   // and measuring it early gives early stop a realistic bar. It joins the space when the knob
   // values leave it out (the default may use, say, a deeper pipeline than the search does).
   ops::Config dflt = op.default_config(p, t.arch);
-  bool has_default = std::any_of(space.kept.begin(), space.kept.end(),
-                                 [&](const Candidate& c) { return is_default_config(c.config, dflt); });
+  bool has_default = std::any_of(space.kept.begin(), space.kept.end(), [&](const Candidate& c) {
+    return is_default_config(c.config, dflt);
+  });
   if (!has_default) {
     Candidate d = estimate(op, p, t, dflt);
     if (d.reason.empty()) space.kept.push_back(std::move(d));

@@ -286,11 +286,10 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   // Barriers that another CTA of the cluster completes are polled without a suspend hint.
   const std::string wait = plan.cluster > 1 ? "tp::sm90::mbarrier_wait_parity_cluster"
                                             : "tp::sm90::mbarrier_wait_parity";
-  ir::Stmt producer_iter =
-      seq({call(wait,
-                {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
-           call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
-           seq(loads)});
+  ir::Stmt producer_iter = seq(
+      {call(wait, {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
+       call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
+       seq(loads)});
   producer_iter = ir::Let::make(phase, (k / S) % 2, producer_iter);
   producer_iter = ir::Let::make(stage, k % S, producer_iter);
   Expr n = lower_expr(cx, plan.loop->extent);

@@ -67,7 +67,8 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
     return std::nullopt;
   }
   l.boxes = ds[1] / inner;
-  for (int d = rank - 1; d >= 0; --d) l.box.push_back(d == rank - 1 ? inner : src.extent[d]);
+  for (int d = rank - 1; d >= 0; --d)
+    l.box.push_back(d == rank - 1 ? inner : src.extent[d]);
   l.bytes = ds[0] * ds[1] * eb;
   return l;
 }
@@ -136,7 +137,8 @@ void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
 PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t) {
   PipelinePlan plan;
   if (!t.tma()) {
-    plan.reason = t.sm90() ? "TMA disabled for this variant (unaligned shapes)" : "no TMA on " + t.arch;
+    plan.reason =
+        t.sm90() ? "TMA disabled for this variant (unaligned shapes)" : "no TMA on " + t.arch;
     return plan;
   }
   if (k.threads % 128 != 0 || k.threads > 512) {
@@ -151,7 +153,8 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   int loops = 0;
   size_t loop_at = 0;
   for (size_t i = 0; i < body->stmts.size(); ++i)
-    if (const auto* f = ir::as<ir::For>(body->stmts[i]); f && f->for_kind == ir::ForKind::pipelined) {
+    if (const auto* f = ir::as<ir::For>(body->stmts[i]);
+        f && f->for_kind == ir::ForKind::pipelined) {
       plan.loop = f;
       loop_at = i;
       ++loops;
@@ -170,8 +173,8 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   const auto* lb = ir::as<ir::Seq>(plan.loop->body);
   std::vector<ir::Stmt> loop_stmts = lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body};
   for (const ir::Stmt& s : loop_stmts)
-    if (const auto* c = ir::as<ir::Copy>(s); c && c->src.buffer->scope == Scope::global &&
-                                             c->dst.buffer->scope == Scope::shared) {
+    if (const auto* c = ir::as<ir::Copy>(s);
+        c && c->src.buffer->scope == Scope::global && c->dst.buffer->scope == Scope::shared) {
       auto l = tma_load(k, c, layouts, &why);
       if (!l) {
         plan.reason = "a copy in the pipelined loop cannot use TMA: " + why;
@@ -188,15 +191,17 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   }
   // Prologue: top-level global->shared copies before the loop, each filling its tile once.
   for (size_t i = 0; i < loop_at; ++i)
-    if (const auto* c = ir::as<ir::Copy>(body->stmts[i]); c && c->src.buffer->scope == Scope::global &&
-                                                       c->dst.buffer->scope == Scope::shared)
+    if (const auto* c = ir::as<ir::Copy>(body->stmts[i]);
+        c && c->src.buffer->scope == Scope::global && c->dst.buffer->scope == Scope::shared)
       if (auto l = tma_load(k, c, layouts, &why)) plan.loads.push_back(*l);
   // A tile the producer fills must not be written by anything else.
   std::set<uint64_t> fed;
-  for (const TmaLoad& l : plan.loads) fed.insert(l.copy->dst.buffer->uid);
+  for (const TmaLoad& l : plan.loads)
+    fed.insert(l.copy->dst.buffer->uid);
   bool ok = true;
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
-    if (const auto* c = ir::as<ir::Copy>(s); c && fed.count(c->dst.buffer->uid) && !plan.load_for(c))
+    if (const auto* c = ir::as<ir::Copy>(s);
+        c && fed.count(c->dst.buffer->uid) && !plan.load_for(c))
       ok = false;
     if (const auto* st = ir::as<ir::Store>(s); st && fed.count(st->buffer->uid)) ok = false;
     if (const auto* f = ir::as<ir::Fill>(s); f && fed.count(f->dst.buffer->uid)) ok = false;

@@ -18,12 +18,12 @@ namespace tp::passes {
 /// One TMA load: a global->shared copy, split into boxes of at most one swizzle row wide.
 struct TmaLoad {
   const ir::Copy* copy = nullptr;
-  int param = -1;                 // kernel parameter index of the global tensor
-  std::vector<int64_t> box;       // box extents, innermost (contiguous) dimension first
-  int swizzle_bytes = 0;          // 0 (none), 32, 64, 128
-  int64_t boxes = 1;              // boxes per copy (column chunks of the shared tile)
-  int64_t bytes = 0;              // bytes the whole copy lands
-  bool in_loop = false;           // staged inside the pipelined loop, or before it
+  int param = -1;           // kernel parameter index of the global tensor
+  std::vector<int64_t> box; // box extents, innermost (contiguous) dimension first
+  int swizzle_bytes = 0;    // 0 (none), 32, 64, 128
+  int64_t boxes = 1;        // boxes per copy (column chunks of the shared tile)
+  int64_t bytes = 0;        // bytes the whole copy lands
+  bool in_loop = false;     // staged inside the pipelined loop, or before it
   /// In a 2-CTA cluster: the tile is the same in both CTAs, so each loads half of its boxes and
   /// multicasts them to both.
   bool multicast = false;
@@ -34,15 +34,15 @@ struct TmaLoad {
 
 struct PipelinePlan {
   bool warp_specialized = false;
-  std::string reason;             // why not, when not
+  std::string reason; // why not, when not
   const ir::For* loop = nullptr;
   int stages = 1;
-  std::vector<TmaLoad> loads;     // loop loads, then prologue loads
-  std::set<uint64_t> staged;      // shared buffers with one copy per stage
+  std::vector<TmaLoad> loads; // loop loads, then prologue loads
+  std::set<uint64_t> staged;  // shared buffers with one copy per stage
   /// CTAs per thread-block cluster along grid y (the kernel's "cluster" annotation, honoured
   /// when some loop load can be multicast): the pair of blocks (bx, 2c) and (bx, 2c+1).
   int cluster = 1;
-  std::string cluster_note;       // why a requested cluster was not used
+  std::string cluster_note; // why a requested cluster was not used
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
 };

@@ -155,8 +155,9 @@ TEST(ConfigSpace, RestrictSpaceReplacesValuesAndNamesBadInput) {
   auto ks = restrict_space(knob_space(ops::find_operator("gemm"), "sm_90a"), "bm=64|128,stages=3");
   EXPECT_EQ(values(ks, "bm"), (std::vector<int64_t>{64, 128}));
   EXPECT_EQ(values(ks, "stages"), (std::vector<int64_t>{3}));
-  EXPECT_EQ(error_of([&] { restrict_space(ks, "tile=64"); }),
-            "--space: unknown knob 'tile'; knobs are bm, bn, bk, stages, threads, swizzle, cluster");
+  EXPECT_EQ(
+      error_of([&] { restrict_space(ks, "tile=64"); }),
+      "--space: unknown knob 'tile'; knobs are bm, bn, bk, stages, threads, swizzle, cluster");
   EXPECT_NE(error_of([&] {
               restrict_space(ks, "bm=64|x");
             }).find("'x' is not a non-negative integer; write e.g. bm=64|128"),

@@ -28,8 +28,8 @@ std::vector<Shipped> shipped() {
     }
     // The sm_90a default tile depends on how many blocks the shape gives: these pick each
     // other candidate (128x192, 128x128, 128x64 and 64x64, the last two with 8 stages) once.
-    for (std::string shape : {"M=1024,N=6144,K=4096", "M=512,N=4096,K=4096",
-                              "M=1024,N=1024,K=1024", "M=128,N=4096,K=4096"})
+    for (std::string shape : {"M=1024,N=6144,K=4096", "M=512,N=4096,K=4096", "M=1024,N=1024,K=1024",
+                              "M=128,N=4096,K=4096"})
       out.push_back({"gemm", shape, arch, true});
     for (std::string extra : {"", ",causal=1", ",causal=1,lse=1,lens=7", ",Hkv=2"})
       for (std::string d : {"64", "128", "256"})
@@ -80,8 +80,8 @@ TEST(ClusterGemm, MulticastsBOnSm90aAndIsDroppedWithoutTma) {
   const ops::Operator& op = ops::find_operator("gemm");
   ops::Config c = ops::parse_config("bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,cluster=2");
   for (std::string layout : {"nn", "nt"}) {
-    ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096,layout=" + layout, "shape"),
-                              DType::bf16);
+    ops::Problem p =
+        op.parse(ops::parse_kv("M=4096,N=4096,K=4096,layout=" + layout, "shape"), DType::bf16);
     cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, c), passes::Target::parse("sm_90a"));
     EXPECT_EQ(lk.cluster_y, 2) << layout;
     rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});

@@ -17,10 +17,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 CUtensorMapDataType tma_dtype(DType t) {
   switch (t) {
-  case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  case DType::f16: return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  case DType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  default: return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case DType::bf16:
+    return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case DType::f16:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  case DType::f32:
+    return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  default:
+    return CU_TENSOR_MAP_DATA_TYPE_INT32;
   }
 }
 
@@ -47,11 +51,10 @@ CUtensorMap encode(const TmaParam& p, const DeviceTensor& t) {
                           : p.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                                   : CU_TENSOR_MAP_SWIZZLE_NONE;
   CUtensorMap map;
-  TILEPILOT_CU(d.cuTensorMapEncodeTiled(&map, tma_dtype(t.dtype), rank,
-                                        reinterpret_cast<void*>(t.ptr), dims, strides, box, elem,
-                                        CU_TENSOR_MAP_INTERLEAVE_NONE, sw,
-                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  TILEPILOT_CU(d.cuTensorMapEncodeTiled(
+      &map, tma_dtype(t.dtype), rank, reinterpret_cast<void*>(t.ptr), dims, strides, box, elem,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   return map;
 }
 
@@ -105,11 +108,13 @@ const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args)
 void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
   const ir::KernelNode& k = kernel_.node();
   std::vector<ir::ArgDesc> desc;
-  for (const DeviceTensor& t : args) desc.push_back({t.dtype, t.shape});
+  for (const DeviceTensor& t : args)
+    desc.push_back({t.dtype, t.shape});
   ir::Binding env = ir::bind_args(k, desc);
   for (size_t i = 0; i < args.size(); ++i) {
     int64_t n = 1;
-    for (int64_t e : args[i].shape) n *= e;
+    for (int64_t e : args[i].shape)
+      n *= e;
     if (n >= (int64_t{1} << 31))
       user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name << "' has " << n
                    << " elements; generated kernels index with 32-bit integers (at most 2^31 - 1)";
@@ -128,22 +133,29 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) 
   }
   std::vector<CUtensorMap> maps;
   maps.reserve(v.lowered->tmas.size());
-  for (const TmaParam& p : v.lowered->tmas) maps.push_back(encode(p, args.at(p.param)));
+  for (const TmaParam& p : v.lowered->tmas)
+    maps.push_back(encode(p, args.at(p.param)));
   std::vector<CUdeviceptr> ptrs;
   std::vector<int> dims;
-  for (const DeviceTensor& t : args) ptrs.push_back(t.ptr);
-  for (const Var& d : k.dims) dims.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(d)->uid)));
+  for (const DeviceTensor& t : args)
+    ptrs.push_back(t.ptr);
+  for (const Var& d : k.dims)
+    dims.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(d)->uid)));
   std::vector<void*> params;
-  for (auto& p : ptrs) params.push_back(&p);
-  for (auto& m : maps) params.push_back(&m);
-  for (auto& d : dims) params.push_back(&d);
+  for (auto& p : ptrs)
+    params.push_back(&p);
+  for (auto& m : maps)
+    params.push_back(&m);
+  for (auto& d : dims)
+    params.push_back(&d);
   rt::LaunchConfig cfg;
   if (int c = v.lowered->cluster_y; c > 1) {
     // Pairs of blocks along y: the spare block of an odd count loads zeros and stores nothing.
     grid[1] = (grid[1] + c - 1) / c * c;
     if (grid[1] > 65535)
       user_error() << "kernel '" << k.name << "': grid dimension 1 is " << grid[1]
-                   << " after rounding up to the cluster of " << c << ", outside what CUDA launches";
+                   << " after rounding up to the cluster of " << c
+                   << ", outside what CUDA launches";
     cfg.cluster = {1, static_cast<unsigned>(c), 1};
   }
   cfg.grid = grid;

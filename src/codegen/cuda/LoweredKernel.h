@@ -13,24 +13,24 @@ namespace tp::cuda {
 
 /// A tensor map the launcher encodes (cuTensorMapEncodeTiled) for a TMA-loaded parameter.
 struct TmaParam {
-  int param = -1;               // kernel parameter index
-  std::vector<int64_t> box;     // innermost first
-  int swizzle_bytes = 0;        // 0, 32, 64, 128
+  int param = -1;           // kernel parameter index
+  std::vector<int64_t> box; // innermost first
+  int swizzle_bytes = 0;    // 0, 32, 64, 128
 };
 
 struct LoweredKernel {
-  Kernel kernel;                // the tile-level kernel (params, Dims, grid)
+  Kernel kernel; // the tile-level kernel (params, Dims, grid)
   passes::Target target;
-  std::string entry;            // extern "C" symbol
-  std::string source;           // CUDA C++
-  std::string canonical_ir;     // cache key part: canonical tile-level IR + target
-  int block_threads = 0;        // consumers + producer warpgroup
-  int64_t smem_bytes = 0;       // dynamic shared memory
+  std::string entry;        // extern "C" symbol
+  std::string source;       // CUDA C++
+  std::string canonical_ir; // cache key part: canonical tile-level IR + target
+  int block_threads = 0;    // consumers + producer warpgroup
+  int64_t smem_bytes = 0;   // dynamic shared memory
   /// Thread-block cluster along grid y (2: blocks pair up; the launch rounds grid y up to even).
   int cluster_y = 1;
   std::vector<TmaParam> tmas;
   std::vector<bool> param_written; // per parameter: does the kernel write it
-  std::string lowered_text;     // layouts, pipeline plan and lowered IR
+  std::string lowered_text;        // layouts, pipeline plan and lowered IR
   /// The tile-level kernel with barriers inserted (what was lowered).
   ir::Stmt body_with_barriers;
 };
