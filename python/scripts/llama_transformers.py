@@ -158,20 +158,25 @@ def main() -> None:
     rel = ((got - ref).norm() / ref.norm()).item()
     agree = (got.argmax(-1) == ref.argmax(-1)).float().mean().item()
 
+    def timed_forward(impl) -> float:
+        """One forward with attention implementation `impl`, in ms (CUDA events)."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        set_impl(model, impl)
+        torch.cuda.synchronize()
+        start.record()
+        with torch.inference_mode():
+            model(input_ids=ids, use_cache=False)
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+
     times = {"sdpa": [], "tilepilot": []}
     for i in range(args.warmup + args.iters):
         order = ("sdpa", "tilepilot") if i % 2 == 0 else ("tilepilot", "sdpa")
         for impl in order:  # interleaved, alternating order: drift hits both alike
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            set_impl(model, impl)
-            torch.cuda.synchronize()
-            start.record()
-            with torch.inference_mode():
-                model(input_ids=ids, use_cache=False)
-            end.record()
-            torch.cuda.synchronize()
+            ms = timed_forward(impl)
             if i >= args.warmup:
-                times[impl].append(start.elapsed_time(end))
+                times[impl].append(ms)
     med = {k: statistics.median(v) for k, v in times.items()}
 
     # One profiled forward per implementation: attention's share of the forward's time.
@@ -179,16 +184,8 @@ def main() -> None:
     share = {}
     for impl in ("sdpa", "tilepilot"):
         events[impl].clear()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        set_impl(model, impl + "_timed")
-        torch.cuda.synchronize()
-        start.record()
-        with torch.inference_mode():
-            model(input_ids=ids, use_cache=False)
-        end.record()
-        torch.cuda.synchronize()
+        total_ms = timed_forward(impl + "_timed")
         attn_ms = sum(a.elapsed_time(b) for a, b in events[impl])
-        total_ms = start.elapsed_time(end)
         share[impl] = {"attention_ms": attn_ms, "forward_ms": total_ms,
                        "share": attn_ms / total_ms if total_ms > 0 else 0.0,
                        "calls": len(events[impl])}

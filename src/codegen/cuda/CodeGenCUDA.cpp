@@ -100,73 +100,39 @@ protected:
     return it == buffers_.end() ? nullptr : &it->second;
   }
 
+  /// Grouped rasterization: consecutive blocks walk down a panel of w block-rows, so they share
+  /// the same columns of B in L2. With 2-block clusters it runs over the grid of block pairs:
+  /// blocks (x, 2c) and (x, 2c+1) must get the same bx and by = 2c' + rank (PlanPipeline's
+  /// multicast relies on it), so the panel is w/2 pair-rows (still w block-rows).
   void emit_block_indices() {
     const ir::KernelNode& k = in_.k;
     static const char* dims[] = {"x", "y", "z"};
-    auto it = k.attrs.find("swizzle");
-    int64_t w = it == k.attrs.end() ? 0 : std::stoll(it->second);
-    if (in_.plan.cluster == 2 && k.block_vars.size() >= 2) {
-      emit_cluster_pair_indices(w);
-      return;
-    }
-    if (w > 1 && k.block_vars.size() >= 2) {
-      // Grouped rasterization: consecutive blocks walk down a panel of w block-rows, so they
-      // share the same columns of B in L2.
-      indent();
-      os_ << "const int tp_lin = blockIdx.y * gridDim.x + blockIdx.x;\n";
-      indent();
-      os_ << "const int tp_group = tp_lin / (" << w << " * gridDim.x);\n";
-      indent();
-      os_ << "const int tp_rows = tp::imin((int)gridDim.y - tp_group * " << w << ", " << w
-          << ");\n";
-      indent();
-      os_ << "const int " << var_name(ir::as<ir::Variable>(k.block_vars[1])) << " = tp_group * "
-          << w << " + (tp_lin % (" << w << " * gridDim.x)) % tp_rows;\n";
-      indent();
-      os_ << "const int " << var_name(ir::as<ir::Variable>(k.block_vars[0])) << " = (tp_lin % ("
-          << w << " * gridDim.x)) / tp_rows;\n";
-      for (size_t i = 2; i < k.block_vars.size(); ++i) {
-        indent();
-        os_ << "const int " << var_name(ir::as<ir::Variable>(k.block_vars[i])) << " = blockIdx."
-            << dims[i] << ";\n";
-      }
-      return;
-    }
-    for (size_t i = 0; i < k.block_vars.size(); ++i) {
-      indent();
-      os_ << "const int " << var_name(ir::as<ir::Variable>(k.block_vars[i])) << " = blockIdx."
-          << dims[i] << ";\n";
-    }
-  }
-
-  /// Blocks (x, 2c) and (x, 2c+1) form a cluster and must get the same bx and by = 2c' + rank
-  /// (PlanPipeline's multicast relies on it), so grouped rasterization runs over the grid of
-  /// pairs, with panels of w/2 pair-rows (= w block-rows).
-  void emit_cluster_pair_indices(int64_t w) {
-    const ir::KernelNode& k = in_.k;
-    std::string bx = var_name(ir::as<ir::Variable>(k.block_vars[0]));
-    std::string by = var_name(ir::as<ir::Variable>(k.block_vars[1]));
     auto line = [&](const std::string& s) {
       indent();
       os_ << s << "\n";
     };
-    line("const int tp_crank = blockIdx.y & 1;");
-    int64_t w2 = w / 2;
-    if (w2 >= 1) {
-      std::string W = std::to_string(w2);
-      line("const int tp_lin = (blockIdx.y >> 1) * gridDim.x + blockIdx.x;");
-      line("const int tp_group = tp_lin / (" + W + " * gridDim.x);");
-      line("const int tp_rows = tp::imin((int)(gridDim.y >> 1) - tp_group * " + W + ", " + W +
+    auto name = [&](size_t i) { return var_name(ir::as<ir::Variable>(k.block_vars[i])); };
+    auto it = k.attrs.find("swizzle");
+    int64_t w = it == k.attrs.end() ? 0 : std::stoll(it->second);
+    const bool pairs = in_.plan.cluster == 2 && k.block_vars.size() >= 2;
+    const std::string P = std::to_string(pairs ? w / 2 : w);
+    if (w > 1 && k.block_vars.size() >= 2) {
+      if (pairs) line("const int tp_crank = blockIdx.y & 1;");
+      line(std::string("const int tp_lin = ") + (pairs ? "(blockIdx.y >> 1)" : "blockIdx.y") +
+           " * gridDim.x + blockIdx.x;");
+      line("const int tp_group = tp_lin / (" + P + " * gridDim.x);");
+      line(std::string("const int tp_rows = tp::imin(") +
+           (pairs ? "(int)(gridDim.y >> 1)" : "(int)gridDim.y") + " - tp_group * " + P + ", " + P +
            ");");
-      line("const int " + by + " = (tp_group * " + W + " + (tp_lin % (" + W +
-           " * gridDim.x)) % tp_rows) * 2 + tp_crank;");
-      line("const int " + bx + " = (tp_lin % (" + W + " * gridDim.x)) / tp_rows;");
-    } else {
-      line("const int " + bx + " = blockIdx.x;");
-      line("const int " + by + " = blockIdx.y;");
+      std::string row = "tp_group * " + P + " + (tp_lin % (" + P + " * gridDim.x)) % tp_rows";
+      line("const int " + name(1) + " = " + (pairs ? "(" + row + ") * 2 + tp_crank" : row) + ";");
+      line("const int " + name(0) + " = (tp_lin % (" + P + " * gridDim.x)) / tp_rows;");
+      for (size_t i = 2; i < k.block_vars.size(); ++i)
+        line("const int " + name(i) + " = blockIdx." + dims[i] + ";");
+      return;
     }
-    for (size_t i = 2; i < k.block_vars.size(); ++i)
-      line("const int " + var_name(ir::as<ir::Variable>(k.block_vars[i])) + " = blockIdx.z;");
+    for (size_t i = 0; i < k.block_vars.size(); ++i)
+      line("const int " + name(i) + " = blockIdx." + dims[i] + ";");
   }
 
   // --- expressions ---------------------------------------------------------------------------
