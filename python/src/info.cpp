@@ -6,9 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
-#include "tilepilot/error.h"
 #include "ops/Check.h"
 #include "ops/CudaCheck.h"
+#include "runtime/Environment.h"
+#include "tilepilot/error.h"
 #include "tilepilot/runtime.h"
 
 namespace nb = nanobind;
@@ -51,7 +52,8 @@ std::string ops_json() {
     nlohmann::json j;
     j["name"] = op->name();
     j["summary"] = op->summary();
-    for (const auto& [k, help] : op->shape_keys()) j["shape_keys"][k] = help;
+    for (const auto& [k, help] : op->shape_keys())
+      j["shape_keys"][k] = help;
     for (const ops::Knob& kn : op->knobs())
       j["config_space"][kn.name] = {{"values", kn.values}, {"help", kn.help}};
     all.push_back(j);
@@ -60,27 +62,7 @@ std::string ops_json() {
 }
 
 std::string env_json() {
-  rt::EnvironmentInfo e = rt::capture_environment();
-  nlohmann::json j;
-  j["tilepilot"] = e.tilepilot_version;
-  j["git_commit"] = e.git_commit;
-  j["compiler"] = e.host_compiler;
-  j["os"] = e.os;
-  j["cuda_toolkit"] = e.cuda_toolkit;
-  j["nvrtc"] = e.nvrtc;
-  j["driver"] = e.driver;
-  j["gpus"] = nlohmann::json::array();
-  for (const auto& g : e.gpus)
-    j["gpus"].push_back({{"ordinal", g.ordinal},
-                         {"name", g.name},
-                         {"arch", g.arch},
-                         {"sm_count", g.sm_count},
-                         {"memory_bytes", g.total_memory_bytes},
-                         {"l2_bytes", g.l2_bytes}});
-  if (!e.gpu_note.empty()) j["gpu_note"] = e.gpu_note;
-  j["cublaslt"] = e.cublaslt;
-  j["cudnn"] = e.cudnn;
-  return j.dump();
+  return rt::to_env_json(rt::capture_environment()).dump();
 }
 
 } // namespace

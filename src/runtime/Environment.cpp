@@ -117,6 +117,29 @@ nlohmann::json to_json(const EnvironmentInfo& e) {
   return j;
 }
 
+nlohmann::json to_env_json(const EnvironmentInfo& e) {
+  nlohmann::json j;
+  j["tilepilot"] = e.tilepilot_version;
+  j["git_commit"] = e.git_commit;
+  j["compiler"] = e.host_compiler;
+  j["os"] = e.os;
+  j["cuda_toolkit"] = e.cuda_toolkit;
+  j["nvrtc"] = e.nvrtc;
+  j["driver"] = e.driver;
+  j["gpus"] = nlohmann::json::array();
+  for (const auto& g : e.gpus)
+    j["gpus"].push_back({{"ordinal", g.ordinal},
+                         {"name", g.name},
+                         {"arch", g.arch},
+                         {"sm_count", g.sm_count},
+                         {"memory_bytes", g.total_memory_bytes},
+                         {"l2_bytes", g.l2_bytes}});
+  if (!e.gpu_note.empty()) j["gpu_note"] = e.gpu_note;
+  j["cublaslt"] = e.cublaslt;
+  j["cudnn"] = e.cudnn;
+  return j;
+}
+
 std::string to_text(const EnvironmentInfo& e) {
   std::string s;
   auto line = [&](const char* k, const std::string& v) { s += fmt::format("{:<14}{}\n", k, v); };

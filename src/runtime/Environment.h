@@ -10,6 +10,9 @@ namespace tp::rt {
 
 nlohmann::json to_json(const DeviceInfo& d);
 nlohmann::json to_json(const EnvironmentInfo& e);
+/// The shorter JSON of `tilepilot env --json`, which the Python package's tilepilot.env() also
+/// returns: one contract for both (key names differ from to_json's, which reports carry).
+nlohmann::json to_env_json(const EnvironmentInfo& e);
 
 /// Human-readable, one "key: value" line per item (GPUs indented below).
 std::string to_text(const EnvironmentInfo& e);

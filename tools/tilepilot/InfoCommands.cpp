@@ -4,43 +4,17 @@
 
 #include "Commands.h"
 #include "ops/Operator.h"
+#include "runtime/Environment.h"
 #include "tilepilot/runtime.h"
 
 namespace tp::cli {
-
-namespace {
-
-nlohmann::json env_json(const rt::EnvironmentInfo& e) {
-  nlohmann::json j;
-  j["tilepilot"] = e.tilepilot_version;
-  j["git_commit"] = e.git_commit;
-  j["compiler"] = e.host_compiler;
-  j["os"] = e.os;
-  j["cuda_toolkit"] = e.cuda_toolkit;
-  j["nvrtc"] = e.nvrtc;
-  j["driver"] = e.driver;
-  j["gpus"] = nlohmann::json::array();
-  for (const auto& g : e.gpus)
-    j["gpus"].push_back({{"ordinal", g.ordinal},
-                         {"name", g.name},
-                         {"arch", g.arch},
-                         {"sm_count", g.sm_count},
-                         {"memory_bytes", g.total_memory_bytes},
-                         {"l2_bytes", g.l2_bytes}});
-  if (!e.gpu_note.empty()) j["gpu_note"] = e.gpu_note;
-  j["cublaslt"] = e.cublaslt;
-  j["cudnn"] = e.cudnn;
-  return j;
-}
-
-} // namespace
 
 void add_info_commands(CLI::App& app, int* rc) {
   auto* env = app.add_subcommand("env", "versions of TilePilot, CUDA pieces and GPUs");
   auto json_env = std::make_shared<bool>(false);
   env->add_flag("--json", *json_env, "print JSON");
   env->callback([json_env, rc] {
-    nlohmann::json j = env_json(rt::capture_environment());
+    nlohmann::json j = rt::to_env_json(rt::capture_environment());
     if (*json_env) {
       std::cout << j.dump(2) << "\n";
     } else {
@@ -66,7 +40,8 @@ void add_info_commands(CLI::App& app, int* rc) {
       nlohmann::json j;
       j["name"] = op->name();
       j["summary"] = op->summary();
-      for (const auto& [k, help] : op->shape_keys()) j["shape_keys"][k] = help;
+      for (const auto& [k, help] : op->shape_keys())
+        j["shape_keys"][k] = help;
       for (const ops::Knob& kn : op->knobs())
         j["config_space"][kn.name] = {{"values", kn.values}, {"help", kn.help}};
       ops::Problem dummy;
