@@ -33,6 +33,11 @@ struct LowerContext {
   /// main loop whose only work is one gemm: there the previous stage's group may still run
   /// while the next is issued, and its stage is released one iteration late (LowerTileOps.cpp).
   int wgmma_in_flight = 0;
+  /// When defined, the scale-d of each wgmma's first k16 step (0: the accumulator's old value is
+  /// ignored). Set for the main loop's gemm when the accumulator's clear is folded into it
+  /// (LowerTileOps.cpp): zeroing registers that an in-flight wgmma group accumulates makes ptxas
+  /// serialize every wgmma of the kernel (its warning C7515).
+  Expr first_scale_d;
 
   LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
                const PipelinePlan& p, const SmemPlan& s);

@@ -65,7 +65,10 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
   for (int p = 0; p < P; ++p) {
     Expr m0 = (wg * P + p) * 64;
     for (int64_t kk = 0; kk < K / 16; ++kk) {
-      Expr scale = op->clear && kk == 0 ? Expr(0) : Expr(1);
+      Expr scale = kk != 0                      ? Expr(1)
+                   : op->clear                  ? Expr(0)
+                   : cx.first_scale_d.defined() ? cx.first_scale_d
+                                                : Expr(1);
       Expr db = descriptor(cx, B, !op->trans_b, Expr(0), kk * 16);
       Expr d = call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc});
       if (!rs) {

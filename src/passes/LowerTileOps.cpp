@@ -253,6 +253,47 @@ ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Ex
   return seq(out);
 }
 
+/// Does `s` read or write buffer `uid` (as a tile region or element by element)?
+bool mentions_buffer(const ir::Stmt& s, uint64_t uid) {
+  struct Finder : ir::IRVisitor {
+    uint64_t uid = 0;
+    bool found = false;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Region& r) override {
+      found |= r.buffer && r.buffer->uid == uid;
+      ir::IRVisitor::visit(r);
+    }
+    void visit(const ir::Load* l) override {
+      found |= l->buffer->uid == uid;
+      ir::IRVisitor::visit(l);
+    }
+    void visit(const ir::Store* st) override {
+      found |= st->buffer->uid == uid;
+      ir::IRVisitor::visit(st);
+    }
+  } f;
+  f.uid = uid;
+  f.visit(s);
+  return f.found;
+}
+
+/// The clear of the main loop's accumulator that can be folded into the loop: a zero Fill of
+/// `acc` among the body's statements before the loop, with nothing between it and the loop
+/// touching `acc`. Undefined when there is none.
+ir::Stmt foldable_clear(const ir::Seq* body, const ir::For* loop, const ir::Buffer& acc) {
+  ir::Stmt fill;
+  for (const ir::Stmt& s : body->stmts) {
+    if (s.get() == static_cast<const ir::StmtNode*>(loop)) return fill;
+    const auto* f = ir::as<ir::Fill>(s);
+    const auto* zero = f ? ir::as<ir::FloatImm>(f->value) : nullptr;
+    if (f && f->dst.buffer->uid == acc->uid && zero && zero->value == 0.0)
+      fill = s;
+    else if (mentions_buffer(s, acc->uid))
+      fill = ir::Stmt();
+  }
+  return ir::Stmt();
+}
+
 ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const PipelinePlan& plan = cx.plan;
   const auto* body = ir::as<ir::Seq>(cx.k.body);
@@ -306,8 +347,22 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   if (pro_bytes > 0)
     consumer.push_back(
         call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, Expr(2 * S)), Expr(0)}));
+  const auto* lb = ir::as<ir::Seq>(plan.loop->body);
+  std::vector<ir::Stmt> work;
+  for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body})
+    if (const auto* c = ir::as<ir::Copy>(b); !(c && plan.load_for(c))) work.push_back(b);
+  // A loop that only accumulates one shared x shared wgmma keeps one group in flight: the
+  // stage read by iteration k-1 is released once its group is known complete, in iteration k.
+  const auto* only_gemm = work.size() == 1 ? ir::as<ir::Gemm>(work[0]) : nullptr;
+  bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
+                 cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
+  // Its accumulator's clear before the loop becomes scale-d = 0 on the first iteration's first
+  // k16 step (and a clear after the loop for the case of no iterations): zeroing the registers
+  // up front made ptxas serialize all wgmma of the kernel (C7515), measured on every GEMM.
+  ir::Stmt folded = overlap ? foldable_clear(body, plan.loop, only_gemm->c.buffer) : ir::Stmt();
   for (const ir::Stmt& s : body->stmts) {
     if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
+    if (folded.defined() && s.same_as(folded)) continue;
     if (s.get() != static_cast<const ir::StmtNode*>(plan.loop)) {
       consumer.push_back(lower.mutate(s));
       continue;
@@ -315,19 +370,12 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     for (uint64_t uid : plan.staged)
       cx.stage[uid] = stage;
     std::vector<ir::Stmt> iter = {call(wait, {bar_addr(cx, stage), phase})};
-    const auto* lb = ir::as<ir::Seq>(plan.loop->body);
-    std::vector<ir::Stmt> work;
-    for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body})
-      if (const auto* c = ir::as<ir::Copy>(b); !(c && plan.load_for(c))) work.push_back(b);
-    // A loop that only accumulates one shared x shared wgmma keeps one group in flight: the
-    // stage read by iteration k-1 is released once its group is known complete, in iteration k.
-    const auto* only_gemm = work.size() == 1 ? ir::as<ir::Gemm>(work[0]) : nullptr;
-    bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
-                   cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
     cx.wgmma_in_flight = overlap ? 1 : 0;
+    if (folded.defined()) cx.first_scale_d = k > 0;
     for (const ir::Stmt& b : work)
       iter.push_back(lower.mutate(b));
     cx.wgmma_in_flight = 0;
+    cx.first_scale_d = Expr();
     // In a cluster, a stage is released in every CTA: the peer's producer refills it here too.
     const std::string release =
         plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
@@ -347,6 +395,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       for (int p = 0; p < cx.layouts.fragment(only_gemm->c.buffer).slabs; ++p)
         consumer.push_back(call("tp::warpgroup::fence_operand",
                                 {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+      if (folded.defined()) consumer.push_back(if_then(n == 0, lower.mutate(folded)));
     }
     cx.stage.clear();
   }

@@ -30,6 +30,7 @@ CompileOnly compile_only(const Kernel& k, const std::string& arch) {
                  {"spill_load_bytes", u.spill_load_bytes},
                  {"stack_bytes", u.stack_bytes},
                  {"barriers", u.barriers},
+                 {"wgmma_serialized", u.wgmma_serialized},
                  {"block_threads", lk.block_threads},
                  {"tma", !lk.tmas.empty()}};
   return c;

@@ -40,9 +40,15 @@ std::vector<std::pair<std::string, ResourceUsage>> parse_resource_usage(const st
   ResourceUsage* cur = nullptr;
   std::string cur_name;
   bool props_of_other = false; // inside "Function properties" of a non-entry device function
+  std::vector<std::pair<std::string, std::string>> serialized; // function, ptxas line
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("ptxas", 0) != 0) continue;
+    // Printed before the entry's "Compiling entry function" line, naming the function.
+    if (line.find("wgmma.mma_async instructions are serialized") != std::string::npos) {
+      serialized.emplace_back(quoted_after(line, "in the function"), line);
+      continue;
+    }
     if (std::string e = quoted_after(line, "Compiling entry function"); !e.empty()) {
       out.emplace_back(e, ResourceUsage{});
       cur = &out.back().second;
@@ -64,6 +70,12 @@ std::vector<std::pair<std::string, ResourceUsage>> parse_resource_usage(const st
     find_int(line, spill_st, &cur->spill_store_bytes);
     find_int(line, spill_ld, &cur->spill_load_bytes);
   }
+  for (const auto& [fn, line] : serialized)
+    for (auto& [name, usage] : out)
+      if (name == fn) {
+        usage.wgmma_serialized = true;
+        usage.raw += line + "\n";
+      }
   return out;
 }
 

@@ -69,6 +69,7 @@ TEST_P(ShippedConfigs, CompileThroughNvrtc) {
       EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
       EXPECT_EQ(u.spill_load_bytes, 0) << u.raw;
     }
+    EXPECT_FALSE(u.wgmma_serialized) << "ptxas serialized the wgmma: " << u.raw;
   }
 }
 
@@ -89,12 +90,41 @@ TEST(ClusterGemm, MulticastsBOnSm90aAndIsDroppedWithoutTma) {
     EXPECT_NE(j.compiled.ptx.find("mapa.shared::cluster"), std::string::npos) << layout;
     rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
     EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+    EXPECT_FALSE(u.wgmma_serialized) << u.raw;
   }
   ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096", "shape"), DType::bf16);
   ops::Config c80 = ops::parse_config("bm=128,bn=128,bk=32,stages=3,threads=128,cluster=2");
   cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, c80), passes::Target::parse("sm_80"));
   EXPECT_EQ(lk.cluster_y, 1);
   EXPECT_EQ(lk.source.find("cluster"), std::string::npos);
+}
+
+// The accumulator's clear is folded into the first wgmma (scale-d = 0 when k == 0). The same
+// kernel with the clear put back as register zeroing before the loop is what the compiler
+// emitted before: ptxas serializes its wgmma (C7515), and the resource report says so.
+TEST(WgmmaPipeline, ClearFoldedIntoScaleDKeepsWgmmaAsync) {
+  const ops::Operator& op = ops::find_operator("gemm");
+  ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096", "shape"), DType::bf16);
+  cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, op.default_config(p, "sm_90a")),
+                                              passes::Target::parse("sm_90a"));
+  const std::string first = "(ko > 0));";
+  ASSERT_NE(lk.source.find(first), std::string::npos) << lk.source;
+  rt::JitKernel folded =
+      rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {}, true);
+  rt::ResourceUsage u = rt::resource_usage(folded.compiled.log, lk.entry);
+  EXPECT_GT(u.registers, 0);
+  EXPECT_FALSE(u.wgmma_serialized) << u.raw;
+
+  std::string unfolded = lk.source;
+  unfolded.replace(unfolded.find(first), first.size(), "1);");
+  const std::string decl = "float frag2[1][128];";
+  ASSERT_NE(unfolded.find(decl), std::string::npos) << lk.source;
+  unfolded.replace(unfolded.find(decl), decl.size(),
+                   decl + " for (int r = 0; r < 128; ++r) frag2[0][r] = 0.0f;");
+  rt::JitKernel zeroed =
+      rt::jit_compile_only(unfolded, lk.entry, lk.canonical_ir + " // zeroed", "sm_90a", {}, true);
+  EXPECT_TRUE(rt::resource_usage(zeroed.compiled.log, lk.entry).wgmma_serialized)
+      << zeroed.compiled.log;
 }
 
 TEST(ClusterGemm, OnlyOneOrTwo) {

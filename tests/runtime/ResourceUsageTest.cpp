@@ -114,3 +114,19 @@ extern "C" __global__ void spills(float* x, int n) {
     EXPECT_GT(p.spill_store_bytes + p.stack_bytes, 0) << out.log;
   }
 }
+
+// ptxas names the function whose wgmma it serialized before that function's own lines.
+TEST(ResourceUsage, FlagsSerializedWgmma) {
+  const char* log =
+      "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to non wgmma instructions defining accumulator registers of a wgmma "
+      "between start and end of the pipeline stage in the function 'g'\n"
+      "ptxas info    : Compiling entry function 'f' for 'sm_90a'\n"
+      "ptxas info    : Used 40 registers, used 1 barriers\n"
+      "ptxas info    : Compiling entry function 'g' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 1 barriers\n";
+  EXPECT_FALSE(resource_usage(log, "f").wgmma_serialized);
+  ResourceUsage g = resource_usage(log, "g");
+  EXPECT_TRUE(g.wgmma_serialized);
+  EXPECT_NE(g.raw.find("C7515"), std::string::npos);
+}

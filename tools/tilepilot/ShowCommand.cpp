@@ -62,6 +62,7 @@ void add_show_command(CLI::App& app, int* rc) {
                     << "spill stores: " << u.spill_store_bytes
                     << " bytes, spill loads: " << u.spill_load_bytes << " bytes\n"
                     << "stack frame: " << u.stack_bytes << " bytes\n"
+                    << "wgmma serialized by ptxas: " << (u.wgmma_serialized ? "yes" : "no") << "\n"
                     << "nvrtc: " << j.compiled.seconds << " s" << (j.cache_hit ? " (cached)" : "")
                     << "\n";
         }
