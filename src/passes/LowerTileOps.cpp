@@ -286,7 +286,12 @@ ir::Stmt foldable_clear(const ir::Seq* body, const ir::For* loop, const ir::Buff
     if (s.get() == static_cast<const ir::StmtNode*>(loop)) return fill;
     const auto* f = ir::as<ir::Fill>(s);
     const auto* zero = f ? ir::as<ir::FloatImm>(f->value) : nullptr;
-    if (f && f->dst.buffer->uid == acc->uid && zero && zero->value == 0.0)
+    bool whole = f && f->dst.extent == f->dst.buffer->const_shape();
+    for (size_t d = 0; whole && d < f->dst.min.size(); ++d) {
+      const auto* m = ir::as<ir::IntImm>(f->dst.min[d]);
+      whole = m && m->value == 0;
+    }
+    if (f && whole && f->dst.buffer->uid == acc->uid && zero && zero->value == 0.0)
       fill = s;
     else if (mentions_buffer(s, acc->uid))
       fill = ir::Stmt();
