@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
+#include "ops/Catalog.h"
 #include "ops/Check.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Environment.h"
@@ -47,18 +48,7 @@ std::string check_json(const std::string& op_name, const std::map<std::string, s
 }
 
 std::string ops_json() {
-  nlohmann::json all = nlohmann::json::array();
-  for (const ops::Operator* op : ops::all_operators()) {
-    nlohmann::json j;
-    j["name"] = op->name();
-    j["summary"] = op->summary();
-    for (const auto& [k, help] : op->shape_keys())
-      j["shape_keys"][k] = help;
-    for (const ops::Knob& kn : op->knobs())
-      j["config_space"][kn.name] = {{"values", kn.values}, {"help", kn.help}};
-    all.push_back(j);
-  }
-  return all.dump();
+  return ops::catalog_json().dump();
 }
 
 std::string env_json() {

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "Commands.h"
-#include "ops/Operator.h"
+#include "ops/Catalog.h"
 #include "runtime/Environment.h"
 #include "tilepilot/runtime.h"
 
@@ -35,18 +35,7 @@ void add_info_commands(CLI::App& app, int* rc) {
   auto json_ops = std::make_shared<bool>(false);
   ops_cmd->add_flag("--json", *json_ops, "print JSON");
   ops_cmd->callback([json_ops, rc] {
-    nlohmann::json all = nlohmann::json::array();
-    for (const ops::Operator* op : ops::all_operators()) {
-      nlohmann::json j;
-      j["name"] = op->name();
-      j["summary"] = op->summary();
-      for (const auto& [k, help] : op->shape_keys())
-        j["shape_keys"][k] = help;
-      for (const ops::Knob& kn : op->knobs())
-        j["config_space"][kn.name] = {{"values", kn.values}, {"help", kn.help}};
-      ops::Problem dummy;
-      all.push_back(j);
-    }
+    nlohmann::json all = ops::catalog_json();
     if (*json_ops) {
       std::cout << all.dump(2) << "\n";
     } else {
