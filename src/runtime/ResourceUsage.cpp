@@ -46,7 +46,9 @@ std::vector<std::pair<std::string, ResourceUsage>> parse_resource_usage(const st
     if (line.rfind("ptxas", 0) != 0) continue;
     // Printed before the entry's "Compiling entry function" line, naming the function.
     if (line.find("wgmma.mma_async instructions are serialized") != std::string::npos) {
-      serialized.emplace_back(quoted_after(line, "in the function"), line);
+      // C7515 (accumulator defined mid-pipeline) says "in the function", C7512 (too few
+      // registers) "for the function".
+      serialized.emplace_back(quoted_after(line, "the function"), line);
       continue;
     }
     if (std::string e = quoted_after(line, "Compiling entry function"); !e.empty()) {

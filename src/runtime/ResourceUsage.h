@@ -11,8 +11,9 @@ struct ResourceUsage {
   int registers = -1; // -1: no "Used N registers" line was found for the entry
   int barriers = 0;
   int spill_store_bytes = 0, spill_load_bytes = 0, stack_bytes = 0, shared_static_bytes = 0;
-  /// ptxas serialized the entry's wgmma instructions (its "Potential Performance Loss" C7515:
-  /// non-wgmma instructions define accumulator registers while a wgmma group is in flight).
+  /// ptxas serialized the entry's wgmma instructions (a "Potential Performance Loss": C7515,
+  /// non-wgmma instructions define accumulator registers while a wgmma group is in flight, or
+  /// C7512, too few registers).
   bool wgmma_serialized = false;
   std::string raw; // the ptxas lines this was parsed from
 };

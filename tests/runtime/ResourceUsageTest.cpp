@@ -129,4 +129,10 @@ TEST(ResourceUsage, FlagsSerializedWgmma) {
   ResourceUsage g = resource_usage(log, "g");
   EXPECT_TRUE(g.wgmma_serialized);
   EXPECT_NE(g.raw.find("C7515"), std::string::npos);
+  const char* few_registers =
+      "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to insufficient register resources for the function 'h'\n"
+      "ptxas info    : Compiling entry function 'h' for 'sm_90a'\n"
+      "ptxas info    : Used 128 registers, used 1 barriers\n";
+  EXPECT_TRUE(resource_usage(few_registers, "h").wgmma_serialized);
 }
