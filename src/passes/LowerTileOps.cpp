@@ -363,7 +363,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
                  cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
   // Its accumulator's clear before the loop becomes scale-d = 0 on the first iteration's first
   // k16 step (and a clear after the loop for the case of no iterations): zeroing the registers
-  // up front made ptxas serialize all wgmma of the kernel (C7515), measured on every GEMM.
+  // up front made ptxas serialize all wgmma of the kernel (C7515, in its log for every GEMM).
   ir::Stmt folded = overlap ? foldable_clear(body, plan.loop, only_gemm->c.buffer) : ir::Stmt();
   for (const ir::Stmt& s : body->stmts) {
     if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
