@@ -6,8 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/pair.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/set.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -35,8 +35,9 @@ std::shared_ptr<ops::Dispatcher>* g_dispatcher = nullptr;
 void log_to_python(const std::string& line) {
   nb::gil_scoped_acquire gil; // called from inside dispatch, where the GIL is released
   try {
-    nb::module_::import_("logging").attr("getLogger")("tilepilot").attr("warning")("dispatch: %s",
-                                                                                   line);
+    nb::module_::import_("logging")
+        .attr("getLogger")("tilepilot")
+        .attr("warning")("dispatch: %s", line);
   } catch (const std::exception&) {
     // Logging must never turn a working call into a failing one (e.g. during shutdown).
   }
@@ -243,8 +244,8 @@ std::pair<bool, std::string> cuda_status() {
 void bind_device_ops(nb::module_& m) {
   m.def("gemm_cuda", &gemm_cuda, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("layout"),
         nb::arg("stream"), "out = op(a) op(b) on the GPU through dispatch, enqueued on `stream`.");
-  m.def("attention_cuda", &attention_cuda, nb::arg("q"), nb::arg("k"), nb::arg("v"),
-        nb::arg("out"), nb::arg("causal"), nb::arg("stream"),
+  m.def("attention_cuda", &attention_cuda, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
+        nb::arg("causal"), nb::arg("stream"),
         "Attention forward on the GPU through dispatch, enqueued on `stream`.");
   m.def("configure", &configure, nb::arg("releases"), nb::arg("force_fallback"),
         nb::arg("disable_libraries"), "Replaces the module's dispatcher.");

@@ -10,10 +10,10 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "tilepilot/error.h"
 #include "codegen/cpu/Interpreter.h"
 #include "dispatch/Routing.h"
 #include "ops/AttentionOp.h"
+#include "tilepilot/error.h"
 
 namespace nb = nanobind;
 
@@ -26,7 +26,8 @@ using OutArray = nb::ndarray<nb::numpy, float>;
 
 DType dtype_arg(const std::string& name) {
   auto t = parse_dtype(name);
-  if (!t || !is_float(*t)) user_error() << "dtype '" << name << "' is not supported; use f32, bf16 or f16";
+  if (!t || !is_float(*t))
+    user_error() << "dtype '" << name << "' is not supported; use f32, bf16 or f16";
   return *t;
 }
 
@@ -37,14 +38,16 @@ HostTensor to_host(const InArray& a, DType dt) {
   if (dt == DType::f32) {
     std::memcpy(t.data(), src, t.bytes());
   } else {
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, src[i]); // rounds to the dtype
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, src[i]); // rounds to the dtype
   }
   return t;
 }
 
 OutArray to_numpy(const HostTensor& t) {
   auto* buf = new float[std::max<int64_t>(t.numel(), 1)];
-  for (int64_t i = 0; i < t.numel(); ++i) buf[i] = static_cast<float>(t.get(i));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    buf[i] = static_cast<float>(t.get(i));
   nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<float*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   return OutArray(buf, shape.size(), shape.data(), owner);
@@ -92,11 +95,13 @@ nb::object attention_host(const InArray& q, const InArray& k, const InArray& v, 
                                                causal, dt, dt, dt);
   const ops::Operator& op = ops::find_operator("attention");
   std::map<std::string, std::string> kv;
-  for (const auto& [key, val] : p.shape) kv[key] = std::to_string(val);
+  for (const auto& [key, val] : p.shape)
+    kv[key] = std::to_string(val);
   kv["lse"] = return_lse ? "1" : "0";
   if (lens) {
     std::string text;
-    for (size_t i = 0; i < lens->size(); ++i) text += (i ? ":" : "") + std::to_string((*lens)[i]);
+    for (size_t i = 0; i < lens->size(); ++i)
+      text += (i ? ":" : "") + std::to_string((*lens)[i]);
     kv["lens"] = text;
   }
   p = op.parse(kv, dt); // validates lens against B and Skv
@@ -110,7 +115,8 @@ nb::object attention_host(const InArray& q, const InArray& k, const InArray& v, 
   std::vector<HostTensor*> args = {&Q, &K, &V, &O};
   if (var.lse) args.push_back(&LSE);
   if (var.lens) {
-    for (int64_t b = 0; b < B; ++b) L.set(b, static_cast<double>((*lens)[b]));
+    for (int64_t b = 0; b < B; ++b)
+      L.set(b, static_cast<double>((*lens)[b]));
     args.push_back(&L);
   }
   interpret(kernel, args);
