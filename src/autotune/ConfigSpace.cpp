@@ -55,12 +55,13 @@ std::string divisibility(const std::string& op, const std::string& arch, int64_t
           << "issued by warpgroups";
     else if (bm % 64)
       why << "bm=" << bm << " is not a multiple of 64, the M of one wgmma";
-    else if (int64_t w = threads / 128; op == "attention" && (bm / 64) % w)
+    else if (int64_t w = threads / 128; (bm / 64) % w)
+      // The compiler's wgmma accumulator layout gives each warpgroup whole 64-row slabs
+      // (InferLayouts); otherwise the gemm falls back to a slow path whose accumulator lives in
+      // shared memory, which the tuner would compile only to reject.
       why << "bm=" << bm << " gives " << bm / 64 << " 64-row slab(s) for " << w
-          << " warpgroups; attention needs bm a multiple of 64 x warpgroups (rows own softmax)";
-    else if (op == "gemm" && (bm / 64) % w && bn % (8 * w))
-      why << "bm=" << bm << ", bn=" << bn << " cannot be split over " << w
-          << " warpgroups: need bm a multiple of " << 64 * w << " or bn a multiple of " << 8 * w;
+          << " warpgroups; bm must be a multiple of 64 x warpgroups (each owns whole slabs"
+          << (op == "attention" ? ", and its rows' softmax)" : " of the accumulator)");
   } else if (arch == "sm_80") {
     int64_t warps = threads / 32;
     if (threads % 32)
