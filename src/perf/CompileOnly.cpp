@@ -31,6 +31,7 @@ CompileOnly compile_only(const Kernel& k, const std::string& arch) {
                  {"stack_bytes", u.stack_bytes},
                  {"barriers", u.barriers},
                  {"wgmma_serialized", u.wgmma_serialized},
+                 {"wgmma_fences_injected", u.wgmma_fences_injected},
                  {"block_threads", lk.block_threads},
                  {"tma", !lk.tmas.empty()}};
   return c;

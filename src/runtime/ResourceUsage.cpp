@@ -41,6 +41,7 @@ std::vector<std::pair<std::string, ResourceUsage>> parse_resource_usage(const st
   std::string cur_name;
   bool props_of_other = false; // inside "Function properties" of a non-entry device function
   std::vector<std::pair<std::string, std::string>> serialized; // function, ptxas line
+  std::vector<std::string> injected;                           // function, per injected fence
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("ptxas", 0) != 0) continue;
@@ -49,6 +50,10 @@ std::vector<std::pair<std::string, ResourceUsage>> parse_resource_usage(const st
       // C7515 (accumulator defined mid-pipeline) says "in the function", C7512 (too few
       // registers) "for the function".
       serialized.emplace_back(quoted_after(line, "the function"), line);
+      continue;
+    }
+    if (line.find("warpgroup.arrive is injected") != std::string::npos) {
+      injected.push_back(quoted_after(line, "in function"));
       continue;
     }
     if (std::string e = quoted_after(line, "Compiling entry function"); !e.empty()) {
@@ -72,6 +77,9 @@ std::vector<std::pair<std::string, ResourceUsage>> parse_resource_usage(const st
     find_int(line, spill_st, &cur->spill_store_bytes);
     find_int(line, spill_ld, &cur->spill_load_bytes);
   }
+  for (const std::string& fn : injected)
+    for (auto& [name, usage] : out)
+      if (name == fn) ++usage.wgmma_fences_injected;
   for (const auto& [fn, line] : serialized)
     for (auto& [name, usage] : out)
       if (name == fn) {

@@ -15,6 +15,9 @@ struct ResourceUsage {
   /// non-wgmma instructions define accumulator registers while a wgmma group is in flight, or
   /// C7512, too few registers).
   bool wgmma_serialized = false;
+  /// wgmma fences ptxas added itself (C7519: "warpgroup.arrive is injected … to allow use of
+  /// registers in GMMA"): each is a point where the warpgroup waits for its wgmma.
+  int wgmma_fences_injected = 0;
   std::string raw; // the ptxas lines this was parsed from
 };
 

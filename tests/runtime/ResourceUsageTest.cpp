@@ -136,3 +136,18 @@ TEST(ResourceUsage, FlagsSerializedWgmma) {
       "ptxas info    : Used 128 registers, used 1 barriers\n";
   EXPECT_TRUE(resource_usage(few_registers, "h").wgmma_serialized);
 }
+
+TEST(ResourceUsage, CountsInjectedWgmmaFences) {
+  const char* log =
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 2023 by compiler to "
+      "allow use of registers in GMMA in function 'att'\n"
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 2049 by compiler to "
+      "allow use of registers in GMMA in function 'att'\n"
+      "ptxas info    : Compiling entry function 'att' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 1 barriers\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+      "ptxas info    : Used 40 registers, used 1 barriers\n";
+  EXPECT_EQ(resource_usage(log, "att").wgmma_fences_injected, 2);
+  EXPECT_EQ(resource_usage(log, "other").wgmma_fences_injected, 0);
+  EXPECT_FALSE(resource_usage(log, "att").wgmma_serialized);
+}

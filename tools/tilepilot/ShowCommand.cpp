@@ -63,6 +63,7 @@ void add_show_command(CLI::App& app, int* rc) {
                     << " bytes, spill loads: " << u.spill_load_bytes << " bytes\n"
                     << "stack frame: " << u.stack_bytes << " bytes\n"
                     << "wgmma serialized by ptxas: " << (u.wgmma_serialized ? "yes" : "no") << "\n"
+                    << "wgmma fences injected by ptxas: " << u.wgmma_fences_injected << "\n"
                     << "nvrtc: " << j.compiled.seconds << " s" << (j.cache_hit ? " (cached)" : "")
                     << "\n";
         }
