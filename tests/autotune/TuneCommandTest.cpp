@@ -3,39 +3,24 @@
 // bad input names what to fix.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
+#include "RunCli.h"
 #include "runtime/Nvrtc.h"
 #include "tilepilot/runtime.h"
 
 namespace {
 
-struct CliRun {
-  int rc = -1;
-  std::string out; // stdout and stderr together
-};
+using tp::testing::CliResult;
 
-CliRun run(const std::string& args) {
-  CliRun r;
-  std::string cmd = std::string(TILEPILOT_CLI) + " " + args + " 2>&1";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0)
-    r.out.append(buf.data(), n);
-  int status = ::pclose(f);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+CliResult run(const std::string& args) {
+  return tp::testing::run_cli(args);
 }
 
 } // namespace
 
 TEST(TuneCommand, DryRunPrintsThePrunedSpace) {
-  CliRun r = run("tune gemm --shape M=4096,N=4096,K=4096 --arch sm_90a --dry-run");
+  CliResult r = run("tune gemm --shape M=4096,N=4096,K=4096 --arch sm_90a --dry-run");
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("space: 1152 configs, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pruned before compiling (divisibility "), std::string::npos) << r.out;
@@ -44,8 +29,8 @@ TEST(TuneCommand, DryRunPrintsThePrunedSpace) {
 }
 
 TEST(TuneCommand, DryRunJsonCountsAddUp) {
-  CliRun r = run("tune attention --shape B=2,H=8,S=1024,D=128 --arch sm_80 --space 'stages=1|2' "
-                 "--dry-run --json");
+  CliResult r = run("tune attention --shape B=2,H=8,S=1024,D=128 --arch sm_80 --space 'stages=1|2' "
+                    "--dry-run --json");
   ASSERT_EQ(r.rc, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["status"], "dry_run");
@@ -63,11 +48,11 @@ TEST(TuneCommand, WithoutAGpuSaysNotRunAndExits2) {
   // Without a GPU every kept candidate is compile-checked with NVRTC (the CUDA hooks are
   // registered): a narrow --space keeps that to a few compiles.
   const std::string space = " --space 'bm=128,bn=128|256,stages=3,threads=256,swizzle=0'";
-  CliRun r = run("tune gemm --shape M=256,N=256,K=256" + space);
+  CliResult r = run("tune gemm --shape M=256,N=256,K=256" + space);
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("space: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not run: measurement needs an sm_90a GPU ("), std::string::npos) << r.out;
-  CliRun j = run("tune gemm --shape M=256,N=256,K=256 --json" + space);
+  CliResult j = run("tune gemm --shape M=256,N=256,K=256 --json" + space);
   EXPECT_EQ(j.rc, 2);
   nlohmann::json o = nlohmann::json::parse(j.out);
   EXPECT_EQ(o["status"], "not_run");
@@ -80,11 +65,11 @@ TEST(TuneCommand, WithoutAGpuSaysNotRunAndExits2) {
 }
 
 TEST(TuneCommand, BadInputNamesTheFix) {
-  CliRun r = run("tune gemm --shape M=256,N=256,K=256 --space tile=64 --dry-run");
+  CliResult r = run("tune gemm --shape M=256,N=256,K=256 --space tile=64 --dry-run");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.out.find("--space: unknown knob 'tile'; knobs are bm, bn, bk"), std::string::npos)
       << r.out;
-  CliRun a = run("tune gemm --shape M=256,N=256,K=256 --arch sm_70 --dry-run");
+  CliResult a = run("tune gemm --shape M=256,N=256,K=256 --arch sm_70 --dry-run");
   EXPECT_EQ(a.rc, 2);
   EXPECT_NE(a.out.find("arch 'sm_70' has no resource model; use sm_90a or sm_80"),
             std::string::npos)

@@ -2,35 +2,20 @@
 // a GPU the command says "bench needs a GPU (<reason>)" and exits 2, in text and in JSON.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
+#include "RunCli.h"
 #include "tilepilot/runtime.h"
 
 namespace {
 
-struct CliRun {
-  int rc = -1;
-  std::string out; // stdout and stderr together
-};
+using tp::testing::CliResult;
 
-CliRun run(const std::string& args) {
-  CliRun r;
-  std::string cmd = std::string(TILEPILOT_CLI) + " " + args + " 2>&1";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0)
-    r.out.append(buf.data(), n);
-  int status = ::pclose(f);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+CliResult run(const std::string& args) {
+  return tp::testing::run_cli(args);
 }
 
-void expect_says(const CliRun& r, const std::string& text) {
+void expect_says(const CliResult& r, const std::string& text) {
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find(text), std::string::npos) << r.out;
 }
@@ -52,10 +37,10 @@ TEST(BenchCommand, BadInputNamesTheFix) {
 
 TEST(BenchCommand, WithoutAGpuSaysSoAndExits2) {
   if (tp::rt::device_count() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
-  CliRun r = run("bench gemm --shape M=256,N=256,K=256");
+  CliResult r = run("bench gemm --shape M=256,N=256,K=256");
   expect_says(r, "tilepilot: bench needs a GPU (");
   EXPECT_NE(r.out.find("--backend cpu"), std::string::npos) << "says what works here: " << r.out;
-  CliRun j = run("bench attention --shape B=1,H=2,S=128,D=64 --json");
+  CliResult j = run("bench attention --shape B=1,H=2,S=128,D=64 --json");
   EXPECT_EQ(j.rc, 2) << j.out;
   nlohmann::json o = nlohmann::json::parse(j.out);
   EXPECT_EQ(o["status"], "not_run");

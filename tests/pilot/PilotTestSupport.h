@@ -4,12 +4,10 @@
 #pragma once
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
+#include "RunCli.h"
 #include "ir/IR.h"
 #include "pilot/Backends.h"
 #include "pilot/Files.h"
@@ -26,25 +24,8 @@ inline std::string scratch_dir() {
   return dir.string();
 }
 
-struct CliResult {
-  int rc = -1;
-  std::string out; // stdout and stderr together
-};
-
-/// Runs the built `tilepilot` binary with `args` (already shell-quoted where needed).
-inline CliResult run_cli(const std::string& args) {
-  CliResult r;
-  std::string cmd = std::string(TILEPILOT_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using tp::testing::CliResult;
+using tp::testing::run_cli;
 
 /// A small gemm spec that runs in well under a second on the interpreter.
 inline std::string small_gemm_spec(const std::string& extra = "") {
