@@ -329,9 +329,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       stage_bytes += l.bytes;
       loads.push_back(issue_tma(cx, l, load_index[l.copy], stage, bar_addr(cx, stage)));
     }
-  // Barriers that another CTA of the cluster completes are polled without a suspend hint.
-  const std::string wait = plan.cluster > 1 ? "tp::sm90::mbarrier_wait_parity_cluster"
-                                            : "tp::sm90::mbarrier_wait_parity";
+  const std::string wait = "tp::sm90::mbarrier_wait_parity";
   ir::Stmt producer_iter = seq(
       {call(wait, {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
        call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),

@@ -64,28 +64,6 @@ TP_DEVICE bool mbarrier_try_wait_parity(uint32_t bar, uint32_t parity, uint32_t 
   return done != 0;
 }
 
-/// mbarrier.try_wait.parity.shared::cta.b64 done, [bar], parity: as above with no suspend-time
-/// hint (the hardware's own time limit).
-TP_DEVICE bool mbarrier_try_wait_parity_nohint(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile("{\n"
-               ".reg .pred p;\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               "selp.u32 %0, 1, 0, p;\n"
-               "}\n"
-               : "=r"(done)
-               : "r"(bar), "r"(parity)
-               : "memory");
-  return done != 0;
-}
-
-/// Blocks until the phase with the given parity of `bar` has completed, polling try_wait
-/// without a suspend hint: for barriers completed from another CTA of the cluster (remote
-/// arrivals, multicast bytes), where a long suspend hint was measured to stall the waiter.
-TP_DEVICE void mbarrier_wait_parity_cluster(uint32_t bar, uint32_t parity) {
-  while (!mbarrier_try_wait_parity_nohint(bar, parity)) {}
-}
-
 /// Blocks until the phase with the given parity of `bar` has completed (try_wait loop).
 TP_DEVICE void mbarrier_wait_parity(uint32_t bar, uint32_t parity, uint32_t suspend_ns = 1000000) {
   while (!mbarrier_try_wait_parity(bar, parity, suspend_ns)) {}
