@@ -172,6 +172,41 @@ TP_DEVICE void init_pipeline(uint32_t base, int consumer_warps) {
   sm90::fence_mbarrier_init();
 }
 
+/// Persistent kernels: after the pipeline barriers, tile_empty (one arrival per consumer warp
+/// when the consumers are done with a tile's index and prologue tiles) and the shared slot that
+/// carries the tile index from the producer to the consumers. Called by one thread.
+TP_DEVICE void init_persistent(uint32_t tile_empty, int consumer_warps) {
+  sm90::mbarrier_init(tile_empty, consumer_warps);
+  sm90::fence_mbarrier_init();
+}
+
+/// The next tile of a persistent kernel: a ticket from the launch's counter (sched[0]). The
+/// first ticket at or past the tile count ends the block's loop.
+TP_DEVICE int sched_next(int* sched) { return atomicAdd(sched, 1); }
+
+/// A block's producer leaves the tile loop: the last of the grid's blocks resets the counter
+/// and itself, so the next launch on the stream starts from zero without a memset. Safe because
+/// every block takes its final ticket before it counts itself out.
+TP_DEVICE void sched_finish(int* sched) {
+  if (atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    atomicExch(sched, 0);
+    atomicExch(sched + 1, 0);
+  }
+}
+
+TP_DEVICE void sched_post(uint32_t slot, int tile) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(slot), "r"(tile) : "memory");
+}
+
+/// The tile index posted for this tile, read by each consumer warp's lane 0 (the thread that
+/// later arrives on tile_empty for the warp, so its read is ordered before that release in its
+/// own program order) and shuffled to the other lanes.
+TP_DEVICE int sched_read(uint32_t slot) {
+  int v = 0;
+  if (warp::lane_id() == 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(slot) : "memory");
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
 /// One arrival per warp on an mbarrier (lane 0 after the warp has converged).
 TP_DEVICE void warp_arrive(uint32_t bar) {
   warp::sync();

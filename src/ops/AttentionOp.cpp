@@ -34,6 +34,9 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
   return kernel(
       name, params, grid(ceildiv(S, bm), H, Bd), threads(static_cast<int>(c.at("threads"))),
       [&](Var bx_launch, Var h, Var b) {
+        // About one block per SM taking (query block, head, batch) tiles in launch order; the
+        // next tile's Q and first K/V land while this one's output is written.
+        if (c.count("persistent") && c.at("persistent") == 1) annotate("persistent", "1");
         Tile Qs = alloc_shared({bm, D}, dt);
         Tile Ks = alloc_shared({bn, D}, dt);
         Tile Vs = alloc_shared({bn, D}, dt);
@@ -130,7 +133,8 @@ std::vector<Knob> AttentionOp::knobs() const {
   return {{"bm", {64, 128}, "query rows per block"},
           {"bn", {32, 64, 128}, "keys per iteration"},
           {"stages", {1, 2, 3}, "pipeline depth"},
-          {"threads", {128, 256, 384}, "threads per block"}};
+          {"threads", {128, 256, 384}, "threads per block"},
+          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -196,7 +200,7 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
 
 void AttentionOp::validate(const Problem&, const Config& c) const {
   for (const auto& [k, v] : c)
-    if (k != "bm" && k != "bn" && k != "stages" && k != "threads")
+    if (k != "bm" && k != "bn" && k != "stages" && k != "threads" && k != "persistent")
       user_error() << "attention: unknown config knob '" << k << "'; see `tilepilot ops`";
   for (const char* k : {"bm", "bn", "stages", "threads"})
     if (!c.count(k)) user_error() << "attention: config is missing " << k;
@@ -204,6 +208,8 @@ void AttentionOp::validate(const Problem&, const Config& c) const {
     user_error() << "attention: bm and bn must be positive multiples of 16";
   if (c.at("stages") < 1 || c.at("stages") > 4)
     user_error() << "attention: stages must be in [1, 4]";
+  if (c.count("persistent") && c.at("persistent") != 0 && c.at("persistent") != 1)
+    user_error() << "attention: persistent must be 0 or 1, got " << c.at("persistent");
 }
 
 AttentionVariant AttentionOp::variant(const Problem& p) {

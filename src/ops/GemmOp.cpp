@@ -21,11 +21,15 @@ Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c) {
   int64_t swizzle = it == c.end() ? 0 : it->second;
   auto cl = c.find("cluster");
   int64_t cluster = cl == c.end() ? 1 : cl->second;
+  auto ps = c.find("persistent");
+  bool persistent = ps != c.end() && ps->second == 1;
   return kernel("gemm_" + layout, {A, B, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
                 threads(static_cast<int>(c.at("threads"))), [&](Var bx, Var by) {
                   if (swizzle > 0) annotate("swizzle", std::to_string(swizzle));
                   // Pairs of blocks along M share B's tile: TMA multicast on sm_90a.
                   if (cluster > 1) annotate("cluster", std::to_string(cluster));
+                  // About one block per SM taking tiles in turn (sm_90a warp-specialized).
+                  if (persistent) annotate("persistent", "1");
                   Tile As = ta ? alloc_shared({bk, bm}, dtype) : alloc_shared({bm, bk}, dtype);
                   Tile Bs = tb ? alloc_shared({bn, bk}, dtype) : alloc_shared({bk, bn}, dtype);
                   Tile acc = alloc_fragment({bm, bn}, f32);
@@ -57,7 +61,8 @@ std::vector<Knob> GemmOp::knobs() const {
           {"stages", {1, 2, 3, 4, 5}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
           {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)"},
-          {"cluster", {1, 2}, "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)"}};
+          {"cluster", {1, 2}, "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)"},
+          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"}};
 }
 
 Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -137,6 +142,8 @@ void GemmOp::validate(const Problem&, const Config& c) const {
     user_error() << "gemm: threads must be a multiple of 32 in [32, 1024]";
   if (c.count("cluster") && c.at("cluster") != 1 && c.at("cluster") != 2)
     user_error() << "gemm: cluster must be 1 or 2, got " << c.at("cluster");
+  if (c.count("persistent") && c.at("persistent") != 0 && c.at("persistent") != 1)
+    user_error() << "gemm: persistent must be 0 or 1, got " << c.at("persistent");
 }
 
 Kernel GemmOp::build(const Problem& p, const Config& c) const {

@@ -38,6 +38,9 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
          << std::count_if(p.loads.begin(), p.loads.end(), [](auto& l) { return l.multicast; })
          << "\n";
     if (!p.cluster_note.empty()) os << "// " << p.cluster_note << "\n";
+    if (p.persistent)
+      os << "// persistent: about one block per SM, tiles taken from a launch-wide counter\n";
+    if (!p.persistent_note.empty()) os << "// " << p.persistent_note << "\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
@@ -74,6 +77,7 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.block_threads = k.threads + plan.producer_threads();
   out.smem_bytes = smem.total_bytes;
   out.cluster_y = plan.cluster;
+  out.persistent = plan.persistent;
   for (const passes::TmaLoad& l : plan.loads)
     out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
   out.param_written.assign(k.params.size(), false);

@@ -2,6 +2,8 @@
 // warp-specialized pipeline. Tile ops are lowered in LowerCopy/LowerGemm/LowerReduce.cpp.
 #include "passes/LowerTileOps.h"
 
+#include <set>
+
 #include "ir/IRVisitor.h"
 
 namespace tp::passes {
@@ -299,13 +301,46 @@ ir::Stmt foldable_clear(const ir::Seq* body, const ir::For* loop, const ir::Buff
   return ir::Stmt();
 }
 
+/// Does any consumer write a shared buffer (one the producer does not fill)? A persistent
+/// kernel then needs a consumer barrier between tiles: the next tile's writes must not overtake
+/// another thread's reads of this tile's values.
+bool consumers_write_shared(const LowerContext& cx) {
+  for (const auto& [uid, slot] : cx.smem.slots) {
+    bool fed = false;
+    for (const TmaLoad& l : cx.plan.loads)
+      fed |= l.copy->dst.buffer->uid == uid;
+    if (!fed) return true;
+  }
+  return false;
+}
+
 ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const PipelinePlan& plan = cx.plan;
   const auto* body = ir::as<ir::Seq>(cx.k.body);
   const int S = plan.stages, T = cx.consumer_threads();
+  const bool persistent = plan.persistent;
   std::map<const ir::Copy*, int> load_index;
   for (size_t i = 0; i < plan.loads.size(); ++i)
     load_index[plan.loads[i].copy] = static_cast<int>(i);
+
+  // Persistent kernels loop over tiles; `tile` is the current one and `it` (a one-element local
+  // array) counts the pipeline iterations of earlier tiles, so stage and parity continue across
+  // tiles. The prologue barrier (2S) becomes tile_full: the producer arrives on it once per tile
+  // after posting the tile's index in the slot (2S+2), with the prologue loads' bytes.
+  Var tj("tj"), tile("tile");
+  ir::Buffer it_buf = ir::make_buffer("tp_it", Scope::local, DType::i32, {Expr(1)}, cx.k.uid, {});
+  Expr it = persistent ? Expr(ir::Load::make(it_buf, {Expr(0)})) : Expr(0);
+  Expr tiles = call_expr("tp.tiles", {}, DType::i32);
+  Expr sched = call_expr("tp.sched", {}, DType::i32);
+  Expr tile_full = bar_addr(cx, Expr(2 * S)), tile_empty = bar_addr(cx, Expr(2 * S + 1));
+  Expr slot = bar_addr(cx, Expr(2 * S + 2));
+  auto init_it = [&] {
+    return seq({ir::Allocate::make(it_buf, {}), ir::Store::make(it_buf, {Expr(0)}, Expr(0), {})});
+  };
+  auto advance_it = [&](const Expr& n) {
+    return ir::Store::make(it_buf, {Expr(0)}, it + n, {});
+  };
+  auto leave = [] { return call("tp.break"); };
 
   // Producer: one elected thread issues the prologue loads, then the loop's loads.
   std::vector<ir::Stmt> prologue;
@@ -319,9 +354,13 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       if (!l.in_loop)
         prologue.push_back(
             issue_tma(cx, l, load_index[l.copy], Expr(0), bar_addr(cx, Expr(2 * S))));
+  } else if (persistent) {
+    prologue.push_back(call("tp::sm90::mbarrier_arrive", {tile_full}));
   }
   Var k = plan.loop->var;
   Var stage("stage"), phase("phase");
+  // The pipeline iteration: k within a tile, it + k across a persistent kernel's tiles.
+  Expr g = persistent ? it + k : Expr(k);
   int64_t stage_bytes = 0;
   std::vector<ir::Stmt> loads;
   for (const TmaLoad& l : plan.loads)
@@ -330,26 +369,39 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       loads.push_back(issue_tma(cx, l, load_index[l.copy], stage, bar_addr(cx, stage)));
     }
   const std::string wait = "tp::sm90::mbarrier_wait_parity";
-  ir::Stmt producer_iter = seq(
-      {call(wait, {bar_addr(cx, stage + S), ir::Binary::make(ir::BinOp::bit_xor, phase, Expr(1))}),
-       call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
-       seq(loads)});
-  producer_iter = ir::Let::make(phase, (k / S) % 2, producer_iter);
-  producer_iter = ir::Let::make(stage, k % S, producer_iter);
+  auto bit_flip = [](const Expr& e) { return ir::Binary::make(ir::BinOp::bit_xor, e, Expr(1)); };
+  ir::Stmt producer_iter =
+      seq({call(wait, {bar_addr(cx, stage + S), bit_flip(phase)}),
+           call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
+           seq(loads)});
+  producer_iter = ir::Let::make(phase, (g / S) % 2, producer_iter);
+  producer_iter = ir::Let::make(stage, g % S, producer_iter);
   Expr n = lower_expr(cx, plan.loop->extent);
+  ir::Stmt producer_work = seq({seq(prologue), serial_for(k, Expr(0), n, producer_iter)});
+  if (persistent) {
+    // Take a ticket; wait until the consumers are done with the previous tile's index and
+    // prologue tiles; post the ticket (past the end: the consumers leave too).
+    ir::Stmt per_tile = seq({call(wait, {tile_empty, bit_flip(tj % 2)}),
+                             call("tp::cg::sched_post", {slot, tile}),
+                             if_then(tile >= tiles, seq({call("tp::sm90::mbarrier_arrive",
+                                                              {tile_full}),
+                                                         leave()})),
+                             call("tp.block_indices", {tile}), producer_work, advance_it(n)});
+    per_tile = ir::Let::make(tile, call_expr("tp::cg::sched_next", {sched}, DType::i32), per_tile);
+    producer_work =
+        seq({init_it(), serial_for(tj, Expr(0), tiles + 1, per_tile),
+             call("tp::cg::sched_finish", {sched})});
+  }
   ir::Stmt producer =
       seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
-           if_then(cx.tid == T, seq({seq(prologue), serial_for(k, Expr(0), n, producer_iter)}))});
+           if_then(cx.tid == T, producer_work)});
 
   // Consumer: the kernel body without the producer's copies; the loop waits for full stages
   // and frees them when its iteration is done.
   TileLowering lower(cx);
-  std::vector<ir::Stmt> consumer;
-  consumer.push_back(
-      call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">"));
-  if (pro_bytes > 0)
-    consumer.push_back(
-        call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, Expr(2 * S)), Expr(0)}));
+  std::vector<ir::Stmt> consumer; // one tile's work (the whole body when not persistent)
+  if (pro_bytes > 0 && !persistent)
+    consumer.push_back(call(wait, {bar_addr(cx, Expr(2 * S)), Expr(0)}));
   const auto* lb = ir::as<ir::Seq>(plan.loop->body);
   std::vector<ir::Stmt> work;
   for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body})
@@ -363,11 +415,29 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   // k16 step (and a clear after the loop for the case of no iterations): zeroing the registers
   // up front made ptxas serialize all wgmma of the kernel (C7515, in its log for every GEMM).
   ir::Stmt folded = overlap ? foldable_clear(body, plan.loop, only_gemm->c.buffer) : ir::Stmt();
+  // A persistent kernel's consumers release tile_empty after the last statement that reads a
+  // prologue tile (attention: after the loop, which reads Q), or at once when there is none.
+  std::set<uint64_t> prologue_tiles;
+  for (const TmaLoad& l : plan.loads)
+    if (!l.in_loop) prologue_tiles.insert(l.copy->dst.buffer->uid);
+  const ir::StmtNode* last_prologue_use = nullptr;
+  for (const ir::Stmt& s : body->stmts)
+    for (uint64_t uid : prologue_tiles)
+      if (!(ir::as<ir::Copy>(s) && plan.load_for(ir::as<ir::Copy>(s))) &&
+          mentions_buffer(s, uid))
+        last_prologue_use = s.get();
+  ir::Stmt release_tile = call("tp::cg::warp_arrive", {tile_empty});
+  if (persistent && !last_prologue_use) consumer.push_back(release_tile);
+  // In a cluster, a stage is released in every CTA: the peer's producer refills it here too.
+  const std::string release =
+      plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
+                       : "tp::cg::warp_arrive";
   for (const ir::Stmt& s : body->stmts) {
     if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
     if (folded.defined() && s.same_as(folded)) continue;
     if (s.get() != static_cast<const ir::StmtNode*>(plan.loop)) {
       consumer.push_back(lower.mutate(s));
+      if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
       continue;
     }
     for (uint64_t uid : plan.staged)
@@ -379,18 +449,14 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       iter.push_back(lower.mutate(b));
     cx.wgmma_in_flight = 0;
     cx.first_scale_d = Expr();
-    // In a cluster, a stage is released in every CTA: the peer's producer refills it here too.
-    const std::string release =
-        plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
-                         : "tp::cg::warp_arrive";
     if (overlap) {
-      Expr prev = (k + (S - 1)) % S;
+      Expr prev = (g + (S - 1)) % S;
       iter.push_back(if_then(k > 0, call(release, {bar_addr(cx, prev + S)})));
     } else {
       iter.push_back(call(release, {bar_addr(cx, stage + S)}));
     }
-    ir::Stmt it = ir::Let::make(stage, k % S, ir::Let::make(phase, (k / S) % 2, seq(iter)));
-    consumer.push_back(serial_for(k, Expr(0), n, it));
+    ir::Stmt one = ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
+    consumer.push_back(serial_for(k, Expr(0), n, one));
     if (overlap) {
       // Drain the last group before anything reads the accumulator.
       const Buffer& acc = cx.reg(only_gemm->c.buffer);
@@ -398,19 +464,44 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       for (int p = 0; p < cx.layouts.fragment(only_gemm->c.buffer).slabs; ++p)
         consumer.push_back(call("tp::warpgroup::fence_operand",
                                 {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+      // The last stage is released here; a single-tile kernel never refills it.
+      if (persistent)
+        consumer.push_back(
+            if_then(n > 0, call(release, {bar_addr(cx, (it + n + (S - 1)) % S + S)})));
       if (folded.defined()) consumer.push_back(if_then(n == 0, lower.mutate(folded)));
     }
+    if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
     cx.stage.clear();
+  }
+  std::vector<ir::Stmt> consumer_all = {
+      call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">")};
+  if (!persistent) {
+    consumer_all.insert(consumer_all.end(), consumer.begin(), consumer.end());
+  } else {
+    // Wait for the tile's index (and prologue tiles), leave past the end, otherwise run the
+    // body for that tile.
+    consumer.insert(consumer.begin(),
+                    {if_then(tile >= tiles, leave()), call("tp.block_indices", {tile})});
+    consumer.push_back(advance_it(n));
+    if (consumers_write_shared(cx)) consumer.push_back(cx.barrier());
+    ir::Stmt per_tile = seq({call(wait, {tile_full, tj % 2}),
+                             ir::Let::make(tile, call_expr("tp::cg::sched_read", {slot},
+                                                           DType::i32),
+                                           seq(consumer))});
+    consumer_all.push_back(init_it());
+    consumer_all.push_back(serial_for(tj, Expr(0), tiles + 1, per_tile));
   }
   // Each empty barrier counts the consumer warps of every CTA that shares the stage.
   int consumer_warps = T / 32 * plan.cluster;
-  ir::Stmt init = if_then(cx.tid == 0, call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
-                                            {bar_addr(cx, Expr(0)), Expr(consumer_warps)}));
-  ir::Stmt roles = if_then(cx.tid >= T, producer, seq(consumer));
-  if (plan.cluster == 1) return seq({init, call("tp::block::sync"), roles});
+  std::vector<ir::Stmt> init = {call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
+                                     {bar_addr(cx, Expr(0)), Expr(consumer_warps)})};
+  if (persistent) init.push_back(call("tp::cg::init_persistent", {tile_empty, Expr(T / 32)}));
+  ir::Stmt roles = if_then(cx.tid >= T, producer, seq(consumer_all));
+  if (plan.cluster == 1) return seq({if_then(cx.tid == 0, seq(init)), call("tp::block::sync"), roles});
   // A peer signals this CTA's barriers only after they exist, and this CTA exits only after
   // the peer's last arrival on them.
-  return seq({init, call("tp::cg::cluster_sync"), roles, call("tp::cg::cluster_sync")});
+  return seq({if_then(cx.tid == 0, seq(init)), call("tp::cg::cluster_sync"), roles,
+              call("tp::cg::cluster_sync")});
 }
 
 } // namespace

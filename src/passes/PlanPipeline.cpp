@@ -91,6 +91,22 @@ protected:
 /// by boxes; otherwise a 2-d tile splits each box's rows in halves (a multiple of 8 rows each,
 /// so the halves start on a swizzle-pattern boundary). Without such a load the cluster would
 /// only cost, so it is dropped, with a note.
+/// The "persistent" annotation is honoured for warp-specialized kernels without clusters (a
+/// cluster's pair of blocks would have to take tiles together).
+void plan_persistent(const ir::KernelNode& k, PipelinePlan& plan) {
+  auto it = k.attrs.find("persistent");
+  if (it == k.attrs.end() || it->second == "0") return;
+  if (it->second != "1") {
+    plan.persistent_note = "persistent=" + it->second + " is not supported (0 or 1)";
+    return;
+  }
+  if (plan.cluster > 1) {
+    plan.persistent_note = "persistent=1 dropped: not combined with cluster=2";
+    return;
+  }
+  plan.persistent = true;
+}
+
 void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
   auto it = k.attrs.find("cluster");
   if (it == k.attrs.end() || it->second == "1") return;
@@ -214,6 +230,7 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   }
   plan.warp_specialized = true;
   plan_cluster(k, plan);
+  plan_persistent(k, plan);
   return plan;
 }
 

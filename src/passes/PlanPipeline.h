@@ -43,6 +43,11 @@ struct PipelinePlan {
   /// when some loop load can be multicast): the pair of blocks (bx, 2c) and (bx, 2c+1).
   int cluster = 1;
   std::string cluster_note; // why a requested cluster was not used
+  /// Persistent (the kernel's "persistent" annotation): a grid of about one block per SM whose
+  /// producer takes tiles from a launch-wide counter and hands each tile's index to the
+  /// consumers, so one tile's epilogue overlaps the next tile's loads (LowerTileOps.cpp).
+  bool persistent = false;
+  std::string persistent_note; // why a requested persistent schedule was not used
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
 };

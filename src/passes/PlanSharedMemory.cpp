@@ -61,7 +61,8 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   Placer placer(layouts, plan, out);
   placer.visit(k.body);
   out.barrier_offset = align(placer.high, 8);
-  out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 : 0;
+  // Persistent kernels add tile_empty and the tile-index slot (8 bytes each).
+  out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 + (plan.persistent ? 2 : 0) : 0;
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
   int64_t limit = k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
   if (out.total_bytes > limit) {

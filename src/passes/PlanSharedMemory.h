@@ -20,7 +20,8 @@ struct SmemPlan {
     int64_t stage_bytes = 0; // bytes between stages (1024-aligned)
   };
   std::map<uint64_t, Slot> slots;
-  int64_t barrier_offset = 0; // mbarriers: full[stages], empty[stages], prologue
+  int64_t barrier_offset = 0; // mbarriers: full[stages], empty[stages], prologue (= tile_full
+                              // when persistent), then tile_empty and the tile-index slot
   int num_barriers = 0;
   int64_t total_bytes = 0;
   const Slot& slot(const ir::Buffer& b) const;

@@ -106,6 +106,38 @@ TEST(ClusterGemm, MulticastsBOnSm90aAndIsDroppedWithoutTma) {
   EXPECT_EQ(lk.source.find("cluster"), std::string::npos);
 }
 
+// persistent=1: the kernel walks its grid as tiles taken from the launch's counter, the
+// lowered kernel asks the launch for the counter, and it still compiles without spills and with
+// wgmma not serialized; without TMA (sm_80) the annotation is dropped.
+TEST(PersistentKernels, TakeTilesFromACounterOnSm90a) {
+  struct K {
+    std::string op, shape, config;
+  };
+  for (const K& c : {K{"gemm", "M=4096,N=4096,K=4096",
+                       "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,persistent=1"},
+                     K{"attention", "B=8,H=16,S=2048,D=128,causal=1",
+                       "bm=128,bn=128,stages=2,threads=256,persistent=1"}}) {
+    const ops::Operator& op = ops::find_operator(c.op);
+    ops::Problem p = op.parse(ops::parse_kv(c.shape, "shape"), DType::bf16);
+    cuda::LoweredKernel lk =
+        cuda::lower_kernel(op.build(p, ops::parse_config(c.config)), passes::Target::parse("sm_90a"));
+    EXPECT_TRUE(lk.persistent) << c.op;
+    EXPECT_NE(lk.source.find("tp::cg::sched_next(tp_sched)"), std::string::npos) << c.op;
+    EXPECT_NE(lk.source.find("tp::cg::sched_finish(tp_sched)"), std::string::npos) << c.op;
+    EXPECT_EQ(lk.source.find("blockIdx"), std::string::npos) << c.op << ": tiles, not blocks";
+    rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+    rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+    EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+    EXPECT_FALSE(u.wgmma_serialized) << u.raw;
+  }
+  const ops::Operator& op = ops::find_operator("gemm");
+  ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096", "shape"), DType::bf16);
+  ops::Config c80 = ops::parse_config("bm=128,bn=128,bk=32,stages=3,threads=128,persistent=1");
+  cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, c80), passes::Target::parse("sm_80"));
+  EXPECT_FALSE(lk.persistent);
+  EXPECT_EQ(lk.source.find("tp_sched"), std::string::npos);
+}
+
 // The accumulator's clear is folded into the first wgmma (scale-d = 0 when k == 0). The same
 // kernel with the clear put back as register zeroing before the loop is what the compiler
 // emitted before: ptxas serializes its wgmma (C7515), and the resource report says so.

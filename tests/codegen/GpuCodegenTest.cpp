@@ -6,6 +6,7 @@
 #include "codegen/cuda/CudaKernel.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Driver.h"
+#include "runtime/Launch.h"
 
 using namespace tp;
 using namespace tp::ops;
@@ -49,6 +50,26 @@ std::vector<Case> cases() {
                  "bm=64,bn=64,bk=64,stages=4,threads=128,cluster=2"});
   out.push_back({"gemm", "M=8,N=264,K=520,layout=nn", DType::bf16,
                  "bm=64,bn=64,bk=64,stages=8,threads=128,cluster=2"});
+  // Persistent kernels: more tiles than SMs, so blocks take several tiles and the pipeline's
+  // stage and parity carry across tiles (9 k-steps per tile: odd, so parities alternate).
+  for (std::string layout : {"nn", "nt", "tn"})
+    out.push_back({"gemm", "M=1000,N=1000,K=520,layout=" + layout, DType::bf16,
+                   "bm=64,bn=64,bk=64,stages=4,threads=128,persistent=1"});
+  out.push_back({"gemm", "M=3000,N=2000,K=1000", DType::f16,
+                 "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,persistent=1"});
+  out.push_back({"gemm", "M=2048,N=2048,K=16", DType::bf16,
+                 "bm=128,bn=128,bk=64,stages=3,threads=256,persistent=1"});
+  for (std::string extra : {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
+                            "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
+                            "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1",
+                            "B=2,H=32,S=1024,D=128"})
+    out.push_back({"attention", extra, DType::bf16, "bm=128,bn=128,stages=2,threads=256,persistent=1"});
+  out.push_back({"attention", "B=2,H=32,S=2048,D=128", DType::f16,
+                 "bm=192,bn=128,stages=2,threads=384,persistent=1"});
+  out.push_back({"attention", "B=4,H=16,S=1000,D=64,causal=1", DType::bf16,
+                 "bm=128,bn=128,stages=3,threads=256,persistent=1"});
+  out.push_back({"attention", "B=4,H=16,S=700,D=256", DType::bf16,
+                 "bm=128,bn=64,stages=2,threads=256,persistent=1"});
   for (DType t : {DType::bf16, DType::f16})
     for (std::string d : {"64", "128", "256"})
       for (std::string s :
@@ -81,6 +102,37 @@ TEST_P(GpuCodegen, MatchesFp64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, GpuCodegen, testing::ValuesIn(cases()), case_name);
+
+// A persistent kernel's tile counter must be zero again after every launch (its last block
+// resets it): launch one kernel object repeatedly on one stream and on a second stream, with
+// the output poisoned each time; every launch must write every element, identically.
+TEST(GpuPersistent, RepeatedLaunchesOnTwoStreamsEachCoverEveryTile) {
+  const Operator& op = find_operator("gemm");
+  Problem p = op.parse(parse_kv("M=1000,N=1000,K=520", "shape"), DType::bf16);
+  Kernel k = op.build(p, parse_config("bm=64,bn=64,bk=64,stages=4,threads=128,persistent=1"));
+  std::vector<HostTensor> args = op.make_args(p, 5);
+  rt::ensure_context();
+  DeviceArgs d = DeviceArgs::upload(args);
+  cuda::CudaKernel ck(k, device_arch());
+  ASSERT_TRUE(ck.lowered().persistent);
+  rt::Stream s1, s2;
+  std::vector<uint16_t> first;
+  for (int run = 0; run < 6; ++run) {
+    CUstream s = run < 3 ? s1.get() : s2.get();
+    d.buffers[2].memset(0xFF, s); // NaN in bf16
+    ck.launch(d.tensors, s);
+    TILEPILOT_CU(rt::driver().cuStreamSynchronize(s));
+    std::vector<uint16_t> c = d.buffers[2].to_vector<uint16_t>();
+    size_t nan = 0;
+    for (uint16_t v : c)
+      nan += (v & 0x7F80) == 0x7F80 && (v & 0x7F);
+    EXPECT_EQ(nan, 0u) << "launch " << run;
+    if (run == 0)
+      first = c;
+    else
+      EXPECT_TRUE(c == first) << "launch " << run << " differs from the first";
+  }
+}
 
 TEST(GpuCodegenErrors, WrongShapeAtLaunchIsAUserError) {
   const Operator& op = find_operator("gemm");

@@ -1,6 +1,7 @@
 // Compile-on-demand and launch of generated kernels, with tensor-map encoding for TMA.
 #include "codegen/cuda/CudaKernel.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "ir/ArgBinding.h"
@@ -56,6 +57,22 @@ CUtensorMap encode(const TmaParam& p, const DeviceTensor& t) {
       CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   return map;
+}
+
+/// Blocks of `fn` that one SM holds at once (shared memory, threads and registers), times the
+/// SM count: the grid of a persistent kernel. More would only queue; fewer would idle SMs.
+unsigned persistent_grid(CUfunction fn, int threads, int64_t smem) {
+  rt::Driver& d = rt::driver();
+  CUdevice dev = rt::ensure_context();
+  int sms = 0, smem_sm = 0, regs = 0;
+  TILEPILOT_CU(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  TILEPILOT_CU(d.cuDeviceGetAttribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
+  TILEPILOT_CU(d.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn));
+  int64_t per_sm = 2048 / threads;
+  // Each block also reserves 1 KB of shared memory for the system.
+  per_sm = std::min<int64_t>(per_sm, smem_sm / (smem + 1024));
+  if (regs > 0) per_sm = std::min<int64_t>(per_sm, 65536 / (int64_t{threads} * regs));
+  return static_cast<unsigned>(std::max<int64_t>(1, per_sm) * std::max(1, sms));
 }
 
 } // namespace
@@ -149,6 +166,27 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) 
   for (auto& d : dims)
     params.push_back(&d);
   rt::LaunchConfig cfg;
+  CUdeviceptr sched = 0;
+  if (v.lowered->persistent) {
+    // The kernel walks its own grid as tiles; launch what the GPU holds at once (at most one
+    // block per tile). The counter starts at zero and the kernel's last block leaves it so.
+    if (!v.persistent_grid_cap)
+      v.persistent_grid_cap = persistent_grid(v.jit.fn, v.lowered->block_threads,
+                                              v.lowered->smem_bytes);
+    uint64_t tiles = uint64_t{grid[0]} * grid[1] * grid[2];
+    if (tiles >= (uint64_t{1} << 31))
+      user_error() << "kernel '" << k.name << "': " << tiles
+                   << " tiles for these shapes; a persistent kernel counts them in 32 bits";
+    grid = {static_cast<unsigned>(std::min<uint64_t>(tiles, v.persistent_grid_cap)), 1, 1};
+    auto it = sched_.find(stream);
+    if (it == sched_.end()) {
+      rt::DeviceBuffer b(2 * sizeof(int));
+      b.memset32(0);
+      it = sched_.emplace(stream, std::move(b)).first;
+    }
+    sched = it->second.ptr();
+    params.push_back(&sched);
+  }
   if (int c = v.lowered->cluster_y; c > 1) {
     // Pairs of blocks along y: the spare block of an odd count loads zeros and stores nothing.
     grid[1] = (grid[1] + c - 1) / c * c;

@@ -4,11 +4,13 @@
 #pragma once
 #include <array>
 #include <cuda.h>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/cuda/LoweredKernel.h"
+#include "runtime/DeviceBuffer.h"
 #include "runtime/Jit.h"
 
 namespace tp::cuda {
@@ -49,6 +51,7 @@ private:
     rt::JitKernel jit;
     CompileTimings timings;
     bool ready = false;
+    unsigned persistent_grid_cap = 0; // persistent kernels: SMs x blocks that fit on one SM
   };
   bool wants_tma(const std::vector<DeviceTensor>& args);
   Variant& variant(bool tma);
@@ -57,6 +60,9 @@ private:
   std::string arch_;
   bool bypass_cache_;
   Variant tma_, plain_;
+  /// Persistent kernels' tile counters, one per stream so that launches on different streams
+  /// never share one (launches on one stream run in order, and each leaves its counter zero).
+  std::map<CUstream, rt::DeviceBuffer> sched_;
 };
 
 } // namespace tp::cuda

@@ -28,6 +28,9 @@ struct LoweredKernel {
   int64_t smem_bytes = 0;   // dynamic shared memory
   /// Thread-block cluster along grid y (2: blocks pair up; the launch rounds grid y up to even).
   int cluster_y = 1;
+  /// Persistent: the launch passes a two-int scheduler workspace after the Dims (zero between
+  /// launches; the kernel's last block resets it) and runs about one block per SM.
+  bool persistent = false;
   std::vector<TmaParam> tmas;
   std::vector<bool> param_written; // per parameter: does the kernel write it
   std::string lowered_text;        // layouts, pipeline plan and lowered IR
