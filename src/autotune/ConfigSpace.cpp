@@ -141,6 +141,7 @@ std::vector<ops::Knob> knob_space(const ops::Operator& op, const std::string& ar
   }
   // The persistent schedule exists for warp-specialized (TMA) kernels only.
   if (arch != "sm_90a") narrow(knobs, "persistent", {0});
+  if (arch != "sm_90a") narrow(knobs, "pingpong", {0});
   return knobs;
 }
 

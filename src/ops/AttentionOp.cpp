@@ -37,6 +37,9 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
         // About one block per SM taking (query block, head, batch) tiles in launch order; the
         // next tile's Q and first K/V land while this one's output is written.
         if (c.count("persistent") && c.at("persistent") == 1) annotate("persistent", "1");
+        // Consumer warpgroups take turns at the tensor cores: one's softmax runs during
+        // another's P.V and next Q.K^T.
+        if (c.count("pingpong") && c.at("pingpong") == 1) annotate("pingpong", "1");
         Tile Qs = alloc_shared({bm, D}, dt);
         Tile Ks = alloc_shared({bn, D}, dt);
         Tile Vs = alloc_shared({bn, D}, dt);
@@ -134,7 +137,8 @@ std::vector<Knob> AttentionOp::knobs() const {
           {"bn", {32, 64, 128}, "keys per iteration"},
           {"stages", {1, 2, 3}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
-          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"}};
+          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"},
+          {"pingpong", {0, 1}, "1: consumer warpgroups alternate gemms and softmax (sm_90a)"}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -200,7 +204,8 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
 
 void AttentionOp::validate(const Problem&, const Config& c) const {
   for (const auto& [k, v] : c)
-    if (k != "bm" && k != "bn" && k != "stages" && k != "threads" && k != "persistent")
+    if (k != "bm" && k != "bn" && k != "stages" && k != "threads" && k != "persistent" &&
+        k != "pingpong")
       user_error() << "attention: unknown config knob '" << k << "'; see `tilepilot ops`";
   for (const char* k : {"bm", "bn", "stages", "threads"})
     if (!c.count(k)) user_error() << "attention: config is missing " << k;
@@ -210,6 +215,8 @@ void AttentionOp::validate(const Problem&, const Config& c) const {
     user_error() << "attention: stages must be in [1, 4]";
   if (c.count("persistent") && c.at("persistent") != 0 && c.at("persistent") != 1)
     user_error() << "attention: persistent must be 0 or 1, got " << c.at("persistent");
+  if (c.count("pingpong") && c.at("pingpong") != 0 && c.at("pingpong") != 1)
+    user_error() << "attention: pingpong must be 0 or 1, got " << c.at("pingpong");
 }
 
 AttentionVariant AttentionOp::variant(const Problem& p) {

@@ -41,6 +41,8 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
     if (p.persistent)
       os << "// persistent: about one block per SM, tiles taken from a launch-wide counter\n";
     if (!p.persistent_note.empty()) os << "// " << p.persistent_note << "\n";
+    if (p.pingpong) os << "// ping-pong: consumer warpgroups take turns at the tensor cores\n";
+    if (!p.pingpong_note.empty()) os << "// " << p.pingpong_note << "\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";

@@ -38,6 +38,9 @@ struct LowerContext {
   /// (LowerTileOps.cpp): zeroing registers that an in-flight wgmma group accumulates makes ptxas
   /// serialize every wgmma of the kernel (its warning C7515).
   Expr first_scale_d;
+  /// When defined, emitted by the next lowered wgmma between its commit and its wait (ping-pong:
+  /// the warpgroup hands the tensor cores on once its gemm is issued).
+  ir::Stmt after_commit;
 
   LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
                const PipelinePlan& p, const SmemPlan& s);

@@ -93,6 +93,10 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
     }
   }
   s.push_back(call("tp::warpgroup::commit_group"));
+  if (cx.after_commit.defined()) {
+    s.push_back(cx.after_commit);
+    cx.after_commit = ir::Stmt();
+  }
   s.push_back(call("tp::warpgroup::wait_group<" + std::to_string(cx.wgmma_in_flight) + ">"));
   for (int p = 0; p < P; ++p)
     s.push_back(call("tp::warpgroup::fence_operand",

@@ -428,6 +428,16 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
         last_prologue_use = s.get();
   ir::Stmt release_tile = call("tp::cg::warp_arrive", {tile_empty});
   if (persistent && !last_prologue_use) consumer.push_back(release_tile);
+  // Ping-pong turns: named barrier 2 + w belongs to consumer warpgroup w; it waits there (with
+  // the previous warpgroup's 128 arrivals) before its turn and arrives on the next one's after
+  // issuing its first gemm. A turn spans a loop's second gemm and the next iteration's first:
+  // one wait before the loop, one per iteration, and one arrival per iteration plus one after
+  // the loop, so every tile is balanced. The last warpgroup gives the first its initial turn,
+  // and the first takes the one arrival left over at the end.
+  const int W = T / 128;
+  Expr wg = cx.tid / 128;
+  ir::Stmt turn_wait = call("tp::block::named_sync", {wg + 2, Expr(256)});
+  ir::Stmt turn_pass = call("tp::block::named_arrive", {(wg + 1) % W + 2, Expr(256)});
   // In a cluster, a stage is released in every CTA: the peer's producer refills it here too.
   const std::string release =
       plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
@@ -445,8 +455,15 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     std::vector<ir::Stmt> iter = {call(wait, {bar_addr(cx, stage), phase})};
     cx.wgmma_in_flight = overlap ? 1 : 0;
     if (folded.defined()) cx.first_scale_d = k > 0;
-    for (const ir::Stmt& b : work)
+    int gemm_no = 0;
+    for (const ir::Stmt& b : work) {
+      // Ping-pong: the first gemm hands the turn on once issued; the second waits for it.
+      bool is_gemm = false;
+      ir::for_each_stmt(b, [&](const ir::Stmt& x) { is_gemm |= ir::as<ir::Gemm>(x) != nullptr; });
+      if (plan.pingpong && is_gemm && gemm_no++ == 0) cx.after_commit = turn_pass;
+      else if (plan.pingpong && is_gemm) iter.push_back(turn_wait);
       iter.push_back(lower.mutate(b));
+    }
     cx.wgmma_in_flight = 0;
     cx.first_scale_d = Expr();
     if (overlap) {
@@ -456,7 +473,9 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       iter.push_back(call(release, {bar_addr(cx, stage + S)}));
     }
     ir::Stmt one = ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
+    if (plan.pingpong) consumer.push_back(turn_wait);
     consumer.push_back(serial_for(k, Expr(0), n, one));
+    if (plan.pingpong) consumer.push_back(turn_pass);
     if (overlap) {
       // Drain the last group before anything reads the accumulator.
       const Buffer& acc = cx.reg(only_gemm->c.buffer);
@@ -475,6 +494,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   }
   std::vector<ir::Stmt> consumer_all = {
       call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">")};
+  if (plan.pingpong) consumer_all.push_back(if_then(wg == W - 1, turn_pass));
   if (!persistent) {
     consumer_all.insert(consumer_all.end(), consumer.begin(), consumer.end());
   } else {
@@ -491,6 +511,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     consumer_all.push_back(init_it());
     consumer_all.push_back(serial_for(tj, Expr(0), tiles + 1, per_tile));
   }
+  if (plan.pingpong) consumer_all.push_back(if_then(wg == 0, turn_wait));
   // Each empty barrier counts the consumer warps of every CTA that shares the stage.
   int consumer_warps = T / 32 * plan.cluster;
   std::vector<ir::Stmt> init = {call("tp::cg::init_pipeline<" + std::to_string(S) + ">",

@@ -107,6 +107,29 @@ void plan_persistent(const ir::KernelNode& k, PipelinePlan& plan) {
   plan.persistent = true;
 }
 
+void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
+  auto it = k.attrs.find("pingpong");
+  if (it == k.attrs.end() || it->second == "0") return;
+  int gemms = 0, barriers = 0;
+  ir::for_each_stmt(plan.loop->body, [&](const ir::Stmt& s) {
+    if (ir::as<ir::Gemm>(s)) ++gemms;
+    if (const auto* e = ir::as<ir::Evaluate>(s))
+      if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier")
+        ++barriers;
+  });
+  if (it->second != "1")
+    plan.pingpong_note = "pingpong=" + it->second + " is not supported (0 or 1)";
+  else if (k.threads < 256 || k.threads % 128)
+    plan.pingpong_note = "pingpong=1 dropped: needs two or more consumer warpgroups";
+  else if (gemms != 2)
+    plan.pingpong_note = "pingpong=1 dropped: the pipelined loop has " + std::to_string(gemms) +
+                         " gemms (turns are built around exactly two)";
+  else if (barriers > 0)
+    plan.pingpong_note = "pingpong=1 dropped: the pipelined loop has a consumer barrier";
+  else
+    plan.pingpong = true;
+}
+
 void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
   auto it = k.attrs.find("cluster");
   if (it == k.attrs.end() || it->second == "1") return;
@@ -231,6 +254,7 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   plan.warp_specialized = true;
   plan_cluster(k, plan);
   plan_persistent(k, plan);
+  plan_pingpong(k, plan);
   return plan;
 }
 

@@ -48,6 +48,13 @@ struct PipelinePlan {
   /// consumers, so one tile's epilogue overlaps the next tile's loads (LowerTileOps.cpp).
   bool persistent = false;
   std::string persistent_note; // why a requested persistent schedule was not used
+  /// Ping-pong (the kernel's "pingpong" annotation): consumer warpgroups take turns at the
+  /// tensor cores. Each runs its loop's second gemm and the next iteration's first as one turn,
+  /// so one warpgroup's element-wise work between the gemms (attention's softmax) overlaps
+  /// another's gemms. Needs a loop with exactly two gemms, no consumer barrier inside the loop,
+  /// and at least two consumer warpgroups.
+  bool pingpong = false;
+  std::string pingpong_note; // why a requested ping-pong schedule was not used
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
 };

@@ -138,6 +138,29 @@ TEST(PersistentKernels, TakeTilesFromACounterOnSm90a) {
   EXPECT_EQ(lk.source.find("tp_sched"), std::string::npos);
 }
 
+// pingpong=1: the consumer warpgroups of an attention kernel take turns at the tensor cores
+// through named barriers 2 and 3; a GEMM (one gemm in its loop) and a one-warpgroup attention
+// config drop the annotation and say why.
+TEST(PingPong, AttentionWarpgroupsTakeTurnsOthersSayWhyNot) {
+  const ops::Operator& att = ops::find_operator("attention");
+  ops::Problem p = att.parse(ops::parse_kv("B=8,H=16,S=2048,D=128,causal=1", "shape"), DType::bf16);
+  cuda::LoweredKernel lk = cuda::lower_kernel(
+      att.build(p, ops::parse_config("bm=128,bn=128,stages=2,threads=256,pingpong=1")),
+      passes::Target::parse("sm_90a"));
+  EXPECT_NE(lk.source.find("tp::block::named_arrive(((((tid / 128) + 1) % 2) + 2), 256)"),
+            std::string::npos);
+  EXPECT_NE(lk.source.find("tp::block::named_sync(((tid / 128) + 2), 256)"), std::string::npos);
+  rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+  rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+  EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+  cuda::LoweredKernel one = cuda::lower_kernel(
+      att.build(p, ops::parse_config("bm=64,bn=128,stages=2,threads=128,pingpong=1")),
+      passes::Target::parse("sm_90a"));
+  EXPECT_EQ(one.source.find("named_arrive"), std::string::npos);
+  EXPECT_NE(one.lowered_text.find("pingpong=1 dropped: needs two or more consumer warpgroups"),
+            std::string::npos);
+}
+
 // The accumulator's clear is folded into the first wgmma (scale-d = 0 when k == 0). The same
 // kernel with the clear put back as register zeroing before the loop is what the compiler
 // emitted before: ptxas serializes its wgmma (C7515), and the resource report says so.
