@@ -182,7 +182,9 @@ TP_DEVICE void init_persistent(uint32_t tile_empty, int consumer_warps) {
 
 /// The next tile of a persistent kernel: a ticket from the launch's counter (sched[0]). The
 /// first ticket at or past the tile count ends the block's loop.
-TP_DEVICE int sched_next(int* sched) { return atomicAdd(sched, 1); }
+TP_DEVICE int sched_next(int* sched) {
+  return atomicAdd(sched, 1);
+}
 
 /// A block's producer leaves the tile loop: the last of the grid's blocks resets the counter
 /// and itself, so the next launch on the stream starts from zero without a memset. Safe because
@@ -203,7 +205,8 @@ TP_DEVICE void sched_post(uint32_t slot, int tile) {
 /// own program order) and shuffled to the other lanes.
 TP_DEVICE int sched_read(uint32_t slot) {
   int v = 0;
-  if (warp::lane_id() == 0) asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(slot) : "memory");
+  if (warp::lane_id() == 0)
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(slot) : "memory");
   return __shfl_sync(0xffffffffu, v, 0);
 }
 

@@ -137,7 +137,8 @@ std::vector<Knob> AttentionOp::knobs() const {
           {"bn", {32, 64, 128}, "keys per iteration"},
           {"stages", {1, 2, 3}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
-          {"persistent", {0, 1},
+          {"persistent",
+           {0, 1},
            "1: one block per SM loops over tiles (sm_90a TMA; experimental: hung once on the "
            "H200, see docs/perf-log.md)"},
           {"pingpong", {0, 1}, "1: consumer warpgroups alternate gemms and softmax (sm_90a)"}};

@@ -337,9 +337,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   auto init_it = [&] {
     return seq({ir::Allocate::make(it_buf, {}), ir::Store::make(it_buf, {Expr(0)}, Expr(0), {})});
   };
-  auto advance_it = [&](const Expr& n) {
-    return ir::Store::make(it_buf, {Expr(0)}, it + n, {});
-  };
+  auto advance_it = [&](const Expr& n) { return ir::Store::make(it_buf, {Expr(0)}, it + n, {}); };
   auto leave = [] { return call("tp.break"); };
 
   // Producer: one elected thread issues the prologue loads, then the loop's loads.
@@ -381,16 +379,13 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   if (persistent) {
     // Take a ticket; wait until the consumers are done with the previous tile's index and
     // prologue tiles; post the ticket (past the end: the consumers leave too).
-    ir::Stmt per_tile = seq({call(wait, {tile_empty, bit_flip(tj % 2)}),
-                             call("tp::cg::sched_post", {slot, tile}),
-                             if_then(tile >= tiles, seq({call("tp::sm90::mbarrier_arrive",
-                                                              {tile_full}),
-                                                         leave()})),
-                             call("tp.block_indices", {tile}), producer_work, advance_it(n)});
+    ir::Stmt per_tile =
+        seq({call(wait, {tile_empty, bit_flip(tj % 2)}), call("tp::cg::sched_post", {slot, tile}),
+             if_then(tile >= tiles, seq({call("tp::sm90::mbarrier_arrive", {tile_full}), leave()})),
+             call("tp.block_indices", {tile}), producer_work, advance_it(n)});
     per_tile = ir::Let::make(tile, call_expr("tp::cg::sched_next", {sched}, DType::i32), per_tile);
-    producer_work =
-        seq({init_it(), serial_for(tj, Expr(0), tiles + 1, per_tile),
-             call("tp::cg::sched_finish", {sched})});
+    producer_work = seq({init_it(), serial_for(tj, Expr(0), tiles + 1, per_tile),
+                         call("tp::cg::sched_finish", {sched})});
   }
   ir::Stmt producer =
       seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
@@ -423,8 +418,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const ir::StmtNode* last_prologue_use = nullptr;
   for (const ir::Stmt& s : body->stmts)
     for (uint64_t uid : prologue_tiles)
-      if (!(ir::as<ir::Copy>(s) && plan.load_for(ir::as<ir::Copy>(s))) &&
-          mentions_buffer(s, uid))
+      if (!(ir::as<ir::Copy>(s) && plan.load_for(ir::as<ir::Copy>(s))) && mentions_buffer(s, uid))
         last_prologue_use = s.get();
   ir::Stmt release_tile = call("tp::cg::warp_arrive", {tile_empty});
   if (persistent && !last_prologue_use) consumer.push_back(release_tile);
@@ -460,8 +454,10 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       // Ping-pong: the first gemm hands the turn on once issued; the second waits for it.
       bool is_gemm = false;
       ir::for_each_stmt(b, [&](const ir::Stmt& x) { is_gemm |= ir::as<ir::Gemm>(x) != nullptr; });
-      if (plan.pingpong && is_gemm && gemm_no++ == 0) cx.after_commit = turn_pass;
-      else if (plan.pingpong && is_gemm) iter.push_back(turn_wait);
+      if (plan.pingpong && is_gemm && gemm_no++ == 0)
+        cx.after_commit = turn_pass;
+      else if (plan.pingpong && is_gemm)
+        iter.push_back(turn_wait);
       iter.push_back(lower.mutate(b));
     }
     cx.wgmma_in_flight = 0;
@@ -504,10 +500,9 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
                     {if_then(tile >= tiles, leave()), call("tp.block_indices", {tile})});
     consumer.push_back(advance_it(n));
     if (consumers_write_shared(cx)) consumer.push_back(cx.barrier());
-    ir::Stmt per_tile = seq({call(wait, {tile_full, tj % 2}),
-                             ir::Let::make(tile, call_expr("tp::cg::sched_read", {slot},
-                                                           DType::i32),
-                                           seq(consumer))});
+    ir::Stmt per_tile = seq(
+        {call(wait, {tile_full, tj % 2}),
+         ir::Let::make(tile, call_expr("tp::cg::sched_read", {slot}, DType::i32), seq(consumer))});
     consumer_all.push_back(init_it());
     consumer_all.push_back(serial_for(tj, Expr(0), tiles + 1, per_tile));
   }
@@ -518,7 +513,8 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
                                      {bar_addr(cx, Expr(0)), Expr(consumer_warps)})};
   if (persistent) init.push_back(call("tp::cg::init_persistent", {tile_empty, Expr(T / 32)}));
   ir::Stmt roles = if_then(cx.tid >= T, producer, seq(consumer_all));
-  if (plan.cluster == 1) return seq({if_then(cx.tid == 0, seq(init)), call("tp::block::sync"), roles});
+  if (plan.cluster == 1)
+    return seq({if_then(cx.tid == 0, seq(init)), call("tp::block::sync"), roles});
   // A peer signals this CTA's barriers only after they exist, and this CTA exits only after
   // the peer's last arrival on them.
   return seq({if_then(cx.tid == 0, seq(init)), call("tp::cg::cluster_sync"), roles,

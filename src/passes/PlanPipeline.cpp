@@ -114,8 +114,7 @@ void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
   ir::for_each_stmt(plan.loop->body, [&](const ir::Stmt& s) {
     if (ir::as<ir::Gemm>(s)) ++gemms;
     if (const auto* e = ir::as<ir::Evaluate>(s))
-      if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier")
-        ++barriers;
+      if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
   });
   if (it->second != "1")
     plan.pingpong_note = "pingpong=" + it->second + " is not supported (0 or 1)";

@@ -16,7 +16,9 @@ const SmemPlan::Slot& SmemPlan::slot(const ir::Buffer& b) const {
 
 namespace {
 
-int64_t align(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+int64_t align(int64_t x, int64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 /// Walks scopes; a buffer's space is free again when its enclosing Seq ends.
 class Placer : public ir::IRVisitor {
@@ -30,7 +32,8 @@ public:
 protected:
   void visit(const ir::Seq* op) override {
     int64_t saved = top_;
-    for (const ir::Stmt& s : op->stmts) visit(s);
+    for (const ir::Stmt& s : op->stmts)
+      visit(s);
     top_ = saved; // everything allocated in this scope is dead now
   }
   void visit(const ir::Allocate* op) override {
@@ -64,7 +67,8 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   // Persistent kernels add tile_empty and the tile-index slot (8 bytes each).
   out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 + (plan.persistent ? 2 : 0) : 0;
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
-  int64_t limit = k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
+  int64_t limit =
+      k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
   if (out.total_bytes > limit) {
     std::ostringstream os;
     ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {

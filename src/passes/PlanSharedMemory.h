@@ -14,7 +14,7 @@ namespace tp::passes {
 
 struct SmemPlan {
   struct Slot {
-    int64_t offset = 0;     // bytes from the start of dynamic shared memory
+    int64_t offset = 0; // bytes from the start of dynamic shared memory
     int stages = 1;
     int64_t stage_elems = 0; // elements of one stage (the layout's size)
     int64_t stage_bytes = 0; // bytes between stages (1024-aligned)

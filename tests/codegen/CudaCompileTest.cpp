@@ -119,8 +119,8 @@ TEST(PersistentKernels, TakeTilesFromACounterOnSm90a) {
                        "bm=128,bn=128,stages=2,threads=256,persistent=1"}}) {
     const ops::Operator& op = ops::find_operator(c.op);
     ops::Problem p = op.parse(ops::parse_kv(c.shape, "shape"), DType::bf16);
-    cuda::LoweredKernel lk =
-        cuda::lower_kernel(op.build(p, ops::parse_config(c.config)), passes::Target::parse("sm_90a"));
+    cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, ops::parse_config(c.config)),
+                                                passes::Target::parse("sm_90a"));
     EXPECT_TRUE(lk.persistent) << c.op;
     EXPECT_NE(lk.source.find("tp::cg::sched_next(tp_sched)"), std::string::npos) << c.op;
     EXPECT_NE(lk.source.find("tp::cg::sched_finish(tp_sched)"), std::string::npos) << c.op;

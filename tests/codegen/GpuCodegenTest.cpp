@@ -59,11 +59,12 @@ std::vector<Case> cases() {
                  "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,persistent=1"});
   out.push_back({"gemm", "M=2048,N=2048,K=16", DType::bf16,
                  "bm=128,bn=128,bk=64,stages=3,threads=256,persistent=1"});
-  for (std::string extra : {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
-                            "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
-                            "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1",
-                            "B=2,H=32,S=1024,D=128"})
-    out.push_back({"attention", extra, DType::bf16, "bm=128,bn=128,stages=2,threads=256,persistent=1"});
+  for (std::string extra :
+       {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
+        "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
+        "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1", "B=2,H=32,S=1024,D=128"})
+    out.push_back(
+        {"attention", extra, DType::bf16, "bm=128,bn=128,stages=2,threads=256,persistent=1"});
   out.push_back({"attention", "B=2,H=32,S=2048,D=128", DType::f16,
                  "bm=192,bn=128,stages=2,threads=384,persistent=1"});
   out.push_back({"attention", "B=4,H=16,S=1000,D=64,causal=1", DType::bf16,

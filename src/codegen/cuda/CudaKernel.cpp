@@ -66,7 +66,8 @@ unsigned persistent_grid(CUfunction fn, int threads, int64_t smem) {
   CUdevice dev = rt::ensure_context();
   int sms = 0, smem_sm = 0, regs = 0;
   TILEPILOT_CU(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-  TILEPILOT_CU(d.cuDeviceGetAttribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
+  TILEPILOT_CU(d.cuDeviceGetAttribute(
+      &smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev));
   TILEPILOT_CU(d.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn));
   int64_t per_sm = 2048 / threads;
   // Each block also reserves 1 KB of shared memory for the system.
@@ -171,8 +172,8 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) 
     // The kernel walks its own grid as tiles; launch what the GPU holds at once (at most one
     // block per tile). The counter starts at zero and the kernel's last block leaves it so.
     if (!v.persistent_grid_cap)
-      v.persistent_grid_cap = persistent_grid(v.jit.fn, v.lowered->block_threads,
-                                              v.lowered->smem_bytes);
+      v.persistent_grid_cap =
+          persistent_grid(v.jit.fn, v.lowered->block_threads, v.lowered->smem_bytes);
     uint64_t tiles = uint64_t{grid[0]} * grid[1] * grid[2];
     if (tiles >= (uint64_t{1} << 31))
       user_error() << "kernel '" << k.name << "': " << tiles
