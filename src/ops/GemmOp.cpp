@@ -62,10 +62,7 @@ std::vector<Knob> GemmOp::knobs() const {
           {"threads", {128, 256, 384}, "threads per block"},
           {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)"},
           {"cluster", {1, 2}, "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)"},
-          {"persistent",
-           {0, 1},
-           "1: one block per SM loops over tiles (sm_90a TMA; experimental: an attention kernel "
-           "hung once on the H200, see docs/perf-log.md)"}};
+          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"}};
 }
 
 Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
