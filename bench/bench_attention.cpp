@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
       r.shape = p.shape_str();
       r.dtype = dtype_name(dtype);
       r.flops = attention.flops(p);
-      std::cout << p.shape_str() << "\n";
+      // Flushed: a run stopped at a time limit then shows the shape it was on.
+      std::cout << p.shape_str() << std::endl;
       bench::time_ours(harness, p, r);
       Buffers b = make_buffers(p, d, harness.stream());
       std::string why = why_no_cudnn;

@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
       r.dtype = dtype_name(dtype);
       r.flops = gemm.flops(p);
       r.ref_name = ref_name;
-      std::cout << p.shape_str() << "\n";
+      // Flushed: a run stopped at a time limit then shows the shape it was on.
+      std::cout << p.shape_str() << std::endl;
       bench::time_ours(harness, p, r);
       if (lt) {
         int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");

@@ -133,7 +133,7 @@ std::vector<std::pair<std::string, std::string>> AttentionOp::shape_keys() const
 }
 
 std::vector<Knob> AttentionOp::knobs() const {
-  return {{"bm", {64, 128}, "query rows per block"},
+  return {{"bm", {64, 128, 192}, "query rows per block (192: three consumer warpgroups)"},
           {"bn", {32, 64, 128}, "keys per iteration"},
           {"stages", {1, 2, 3}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
