@@ -9,6 +9,12 @@ namespace tp::passes {
 
 ir::Stmt lower_tile_ops(LowerContext& cx);
 
+/// One statement of the kernel body lowered for the consumer threads (LowerTileOps.cpp).
+ir::Stmt lower_stmt(LowerContext& cx, const ir::Stmt& s);
+
+/// The warp-specialized kernel: producer and consumer branches (LowerWarpSpecialized.cpp).
+ir::Stmt lower_warp_specialized(LowerContext& cx);
+
 /// Lowers the element accesses in an expression evaluated by every consumer thread alike (loop
 /// bounds, tile offsets): global and shared accesses become flat indices.
 Expr lower_expr(const LowerContext& cx, const Expr& e);

@@ -36,7 +36,9 @@ TEST(TuneCommand, DryRunJsonCountsAddUp) {
   EXPECT_EQ(j["status"], "dry_run");
   EXPECT_EQ(j["arch"], "sm_80");
   const auto& s = j["space"];
-  EXPECT_EQ(s["total"], 2 * 3 * 2 * 3);
+  // bm {64, 128, 192} x bn {32, 64, 128} x stages {1, 2} x threads {128, 256, 384}; on sm_80
+  // persistent and pingpong are fixed at 0.
+  EXPECT_EQ(s["total"], 3 * 3 * 2 * 3);
   EXPECT_EQ(s["kept"].get<int>() + s["pruned"].get<int>(), s["total"].get<int>());
   EXPECT_EQ(s["kept_configs"].size(), s["kept"].get<size_t>());
   for (const auto& p : s["pruned_configs"])

@@ -1,0 +1,328 @@
+// The warp-specialized pipeline on sm_90a: a producer branch (one thread issues TMA loads into
+// staged buffers guarded by full/empty mbarriers) and a consumer branch (the kernel body, its
+// pipelined loop waiting for full stages and releasing them). Options: persistent blocks that
+// take tiles from a launch-wide counter, and ping-pong turns of the consumer warpgroups.
+#include <set>
+
+#include "ir/IRVisitor.h"
+#include "passes/LowerTileOps.h"
+
+namespace tp::passes {
+
+using ir::Buffer;
+using ir::Scope;
+
+namespace {
+
+/// Byte address of pipeline barrier `i` (full: 0..S-1, empty: S..2S-1, prologue: 2S).
+Expr bar_addr(const LowerContext& cx, const Expr& i) {
+  return call_expr("tp.smem_addr", {Expr(cx.smem.barrier_offset) + i * 8}, DType::i32);
+}
+
+/// The TMA instructions of one load into stage `stage` on barrier `bar`.
+ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Expr& stage,
+                   const Expr& bar) {
+  const ir::Copy* c = l.copy;
+  const Buffer& dst = c->dst.buffer;
+  const SmemPlan::Slot& slot = cx.smem.slot(dst);
+  std::vector<int64_t> ds = dst->const_shape();
+  int eb = dtype_bytes(dst->dtype);
+  int64_t inner = l.box[0];
+  std::vector<ir::Stmt> out;
+  int rank = c->src.buffer->rank();
+  // Multicast in a 2-CTA cluster: CTA r loads boxes r, r+2, ... into both CTAs (mask 0b11).
+  const bool mc = l.multicast && cx.plan.cluster == 2;
+  Expr cta_rank = call_expr("tp::sm90::cluster_ctarank", {}, DType::i32);
+  // Split by rows (an odd number of boxes): CTA r loads rows [r*h, (r+1)*h) of every box.
+  const int64_t half_rows = ds[0] / 2;
+  for (int64_t j = 0; j < l.boxes; ++j) {
+    Expr offset = Expr(slot.offset) + stage * slot.stage_bytes + Expr(j * ds[0] * inner * eb);
+    if (mc && l.multicast_rows) offset = offset + cta_rank * Expr(half_rows * inner * eb);
+    Expr addr = call_expr("tp.smem_addr", {offset}, DType::i32);
+    std::vector<Expr> args = {addr, call_expr("tp.tmap", {Expr(index)}, DType::i32), bar};
+    if (mc) args.push_back(Expr(3));
+    args.push_back(lower_expr(cx, c->src.min[rank - 1]) + Expr(j * inner));
+    for (int d = rank - 2; d >= 0; --d) {
+      Expr coord = lower_expr(cx, c->src.min[d]);
+      if (mc && l.multicast_rows && d == rank - 2) coord = coord + cta_rank * Expr(half_rows);
+      args.push_back(coord);
+    }
+    std::string fn = "tp::sm90::tma_load_" + std::to_string(rank) + "d";
+    if (!mc)
+      out.push_back(call(fn, args));
+    else if (l.multicast_rows)
+      out.push_back(call(fn + "_multicast", args));
+    else
+      out.push_back(if_then(cta_rank == Expr(j % 2), call(fn + "_multicast", args)));
+  }
+  return seq(out);
+}
+
+/// Does `s` read or write buffer `uid` (as a tile region or element by element)?
+bool mentions_buffer(const ir::Stmt& s, uint64_t uid) {
+  struct Finder : ir::IRVisitor {
+    uint64_t uid = 0;
+    bool found = false;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Region& r) override {
+      found |= r.buffer && r.buffer->uid == uid;
+      ir::IRVisitor::visit(r);
+    }
+    void visit(const ir::Load* l) override {
+      found |= l->buffer->uid == uid;
+      ir::IRVisitor::visit(l);
+    }
+    void visit(const ir::Store* st) override {
+      found |= st->buffer->uid == uid;
+      ir::IRVisitor::visit(st);
+    }
+  } f;
+  f.uid = uid;
+  f.visit(s);
+  return f.found;
+}
+
+/// The clear of the main loop's accumulator that can be folded into the loop: a zero Fill of
+/// `acc` among the body's statements before the loop, with nothing between it and the loop
+/// touching `acc`. Undefined when there is none.
+ir::Stmt foldable_clear(const ir::Seq* body, const ir::For* loop, const ir::Buffer& acc) {
+  ir::Stmt fill;
+  for (const ir::Stmt& s : body->stmts) {
+    if (s.get() == static_cast<const ir::StmtNode*>(loop)) return fill;
+    const auto* f = ir::as<ir::Fill>(s);
+    const auto* zero = f ? ir::as<ir::FloatImm>(f->value) : nullptr;
+    bool whole = f && f->dst.extent == f->dst.buffer->const_shape();
+    for (size_t d = 0; whole && d < f->dst.min.size(); ++d) {
+      const auto* m = ir::as<ir::IntImm>(f->dst.min[d]);
+      whole = m && m->value == 0;
+    }
+    if (f && whole && f->dst.buffer->uid == acc->uid && zero && zero->value == 0.0)
+      fill = s;
+    else if (mentions_buffer(s, acc->uid))
+      fill = ir::Stmt();
+  }
+  return ir::Stmt();
+}
+
+/// Does any consumer write a shared buffer (one the producer does not fill)? A persistent
+/// kernel then needs a consumer barrier between tiles: the next tile's writes must not overtake
+/// another thread's reads of this tile's values.
+bool consumers_write_shared(const LowerContext& cx) {
+  for (const auto& [uid, slot] : cx.smem.slots) {
+    bool fed = false;
+    for (const TmaLoad& l : cx.plan.loads)
+      fed |= l.copy->dst.buffer->uid == uid;
+    if (!fed) return true;
+  }
+  return false;
+}
+
+} // namespace
+
+ir::Stmt lower_warp_specialized(LowerContext& cx) {
+  const PipelinePlan& plan = cx.plan;
+  const auto* body = ir::as<ir::Seq>(cx.k.body);
+  const int S = plan.stages, T = cx.consumer_threads();
+  const bool persistent = plan.persistent;
+  std::map<const ir::Copy*, int> load_index;
+  for (size_t i = 0; i < plan.loads.size(); ++i)
+    load_index[plan.loads[i].copy] = static_cast<int>(i);
+
+  // Persistent kernels loop over tiles; `tile` is the current one and `it` (a one-element local
+  // array) counts the pipeline iterations of earlier tiles, so stage and parity continue across
+  // tiles. The prologue barrier (2S) becomes tile_full: the producer arrives on it once per tile
+  // after posting the tile's index in the slot (2S+2), with the prologue loads' bytes.
+  Var tj("tj"), tile("tile");
+  ir::Buffer it_buf = ir::make_buffer("tp_it", Scope::local, DType::i32, {Expr(1)}, cx.k.uid, {});
+  Expr it = persistent ? Expr(ir::Load::make(it_buf, {Expr(0)})) : Expr(0);
+  Expr tiles = call_expr("tp.tiles", {}, DType::i32);
+  Expr sched = call_expr("tp.sched", {}, DType::i32);
+  Expr tile_full = bar_addr(cx, Expr(2 * S)), tile_empty = bar_addr(cx, Expr(2 * S + 1));
+  Expr slot = bar_addr(cx, Expr(2 * S + 2));
+  auto init_it = [&] {
+    return seq({ir::Allocate::make(it_buf, {}), ir::Store::make(it_buf, {Expr(0)}, Expr(0), {})});
+  };
+  auto advance_it = [&](const Expr& n) { return ir::Store::make(it_buf, {Expr(0)}, it + n, {}); };
+  auto leave = [] { return call("tp.break"); };
+
+  // Producer: one elected thread issues the prologue loads, then the loop's loads.
+  std::vector<ir::Stmt> prologue;
+  int64_t pro_bytes = 0;
+  for (const TmaLoad& l : plan.loads)
+    if (!l.in_loop) pro_bytes += l.bytes;
+  if (pro_bytes > 0) {
+    prologue.push_back(
+        call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, Expr(2 * S)), Expr(pro_bytes)}));
+    for (const TmaLoad& l : plan.loads)
+      if (!l.in_loop)
+        prologue.push_back(
+            issue_tma(cx, l, load_index[l.copy], Expr(0), bar_addr(cx, Expr(2 * S))));
+  } else if (persistent) {
+    prologue.push_back(call("tp::sm90::mbarrier_arrive", {tile_full}));
+  }
+  Var k = plan.loop->var;
+  Var stage("stage"), phase("phase");
+  // The pipeline iteration: k within a tile, it + k across a persistent kernel's tiles.
+  Expr g = persistent ? it + k : Expr(k);
+  int64_t stage_bytes = 0;
+  std::vector<ir::Stmt> loads;
+  for (const TmaLoad& l : plan.loads)
+    if (l.in_loop) {
+      stage_bytes += l.bytes;
+      loads.push_back(issue_tma(cx, l, load_index[l.copy], stage, bar_addr(cx, stage)));
+    }
+  const std::string wait = "tp::sm90::mbarrier_wait_parity";
+  auto bit_flip = [](const Expr& e) { return ir::Binary::make(ir::BinOp::bit_xor, e, Expr(1)); };
+  ir::Stmt producer_iter =
+      seq({call(wait, {bar_addr(cx, stage + S), bit_flip(phase)}),
+           call("tp::sm90::mbarrier_arrive_expect_tx", {bar_addr(cx, stage), Expr(stage_bytes)}),
+           seq(loads)});
+  producer_iter = ir::Let::make(phase, (g / S) % 2, producer_iter);
+  producer_iter = ir::Let::make(stage, g % S, producer_iter);
+  Expr n = lower_expr(cx, plan.loop->extent);
+  ir::Stmt producer_work = seq({seq(prologue), serial_for(k, Expr(0), n, producer_iter)});
+  if (persistent) {
+    // Take a ticket; wait until the consumers are done with the previous tile's index and
+    // prologue tiles; post the ticket (past the end: the consumers leave too).
+    ir::Stmt per_tile =
+        seq({call(wait, {tile_empty, bit_flip(tj % 2)}), call("tp::cg::sched_post", {slot, tile}),
+             if_then(tile >= tiles, seq({call("tp::sm90::mbarrier_arrive", {tile_full}), leave()})),
+             call("tp.block_indices", {tile}), producer_work, advance_it(n)});
+    per_tile = ir::Let::make(tile, call_expr("tp::cg::sched_next", {sched}, DType::i32), per_tile);
+    producer_work = seq({init_it(), serial_for(tj, Expr(0), tiles + 1, per_tile),
+                         call("tp::cg::sched_finish", {sched})});
+  }
+  ir::Stmt producer =
+      seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
+           if_then(cx.tid == T, producer_work)});
+
+  // Consumer: the kernel body without the producer's copies; the loop waits for full stages
+  // and frees them when its iteration is done.
+  std::vector<ir::Stmt> consumer; // one tile's work (the whole body when not persistent)
+  if (pro_bytes > 0 && !persistent)
+    consumer.push_back(call(wait, {bar_addr(cx, Expr(2 * S)), Expr(0)}));
+  const auto* lb = ir::as<ir::Seq>(plan.loop->body);
+  std::vector<ir::Stmt> work;
+  for (const ir::Stmt& b : lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body})
+    if (const auto* c = ir::as<ir::Copy>(b); !(c && plan.load_for(c))) work.push_back(b);
+  // A loop that only accumulates one shared x shared wgmma keeps one group in flight: the
+  // stage read by iteration k-1 is released once its group is known complete, in iteration k.
+  const auto* only_gemm = work.size() == 1 ? ir::as<ir::Gemm>(work[0]) : nullptr;
+  bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
+                 cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
+  // Its accumulator's clear before the loop becomes scale-d = 0 on the first iteration's first
+  // k16 step (and a clear after the loop for the case of no iterations): zeroing the registers
+  // up front made ptxas serialize all wgmma of the kernel (C7515, in its log for every GEMM).
+  ir::Stmt folded = overlap ? foldable_clear(body, plan.loop, only_gemm->c.buffer) : ir::Stmt();
+  // A persistent kernel's consumers release tile_empty after the last statement that reads a
+  // prologue tile (attention: after the loop, which reads Q), or at once when there is none.
+  std::set<uint64_t> prologue_tiles;
+  for (const TmaLoad& l : plan.loads)
+    if (!l.in_loop) prologue_tiles.insert(l.copy->dst.buffer->uid);
+  const ir::StmtNode* last_prologue_use = nullptr;
+  for (const ir::Stmt& s : body->stmts)
+    for (uint64_t uid : prologue_tiles)
+      if (!(ir::as<ir::Copy>(s) && plan.load_for(ir::as<ir::Copy>(s))) && mentions_buffer(s, uid))
+        last_prologue_use = s.get();
+  ir::Stmt release_tile = call("tp::cg::warp_arrive", {tile_empty});
+  if (persistent && !last_prologue_use) consumer.push_back(release_tile);
+  // Ping-pong turns: named barrier 2 + w belongs to consumer warpgroup w; it waits there (with
+  // the previous warpgroup's 128 arrivals) before its turn and arrives on the next one's after
+  // issuing its first gemm. A turn spans a loop's second gemm and the next iteration's first:
+  // one wait before the loop, one per iteration, and one arrival per iteration plus one after
+  // the loop, so every tile is balanced. The last warpgroup gives the first its initial turn,
+  // and the first takes the one arrival left over at the end.
+  const int W = T / 128;
+  Expr wg = cx.tid / 128;
+  ir::Stmt turn_wait = call("tp::block::named_sync", {wg + 2, Expr(256)});
+  ir::Stmt turn_pass = call("tp::block::named_arrive", {(wg + 1) % W + 2, Expr(256)});
+  // In a cluster, a stage is released in every CTA: the peer's producer refills it here too.
+  const std::string release =
+      plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
+                       : "tp::cg::warp_arrive";
+  for (const ir::Stmt& s : body->stmts) {
+    if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
+    if (folded.defined() && s.same_as(folded)) continue;
+    if (s.get() != static_cast<const ir::StmtNode*>(plan.loop)) {
+      consumer.push_back(lower_stmt(cx, s));
+      if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
+      continue;
+    }
+    for (uint64_t uid : plan.staged)
+      cx.stage[uid] = stage;
+    std::vector<ir::Stmt> iter = {call(wait, {bar_addr(cx, stage), phase})};
+    cx.wgmma_in_flight = overlap ? 1 : 0;
+    if (folded.defined()) cx.first_scale_d = k > 0;
+    int gemm_no = 0;
+    for (const ir::Stmt& b : work) {
+      // Ping-pong: the first gemm hands the turn on once issued; the second waits for it.
+      bool is_gemm = false;
+      ir::for_each_stmt(b, [&](const ir::Stmt& x) { is_gemm |= ir::as<ir::Gemm>(x) != nullptr; });
+      if (plan.pingpong && is_gemm && gemm_no++ == 0)
+        cx.after_commit = turn_pass;
+      else if (plan.pingpong && is_gemm)
+        iter.push_back(turn_wait);
+      iter.push_back(lower_stmt(cx, b));
+    }
+    cx.wgmma_in_flight = 0;
+    cx.first_scale_d = Expr();
+    if (overlap) {
+      Expr prev = (g + (S - 1)) % S;
+      iter.push_back(if_then(k > 0, call(release, {bar_addr(cx, prev + S)})));
+    } else {
+      iter.push_back(call(release, {bar_addr(cx, stage + S)}));
+    }
+    ir::Stmt one = ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
+    if (plan.pingpong) consumer.push_back(turn_wait);
+    consumer.push_back(serial_for(k, Expr(0), n, one));
+    if (plan.pingpong) consumer.push_back(turn_pass);
+    if (overlap) {
+      // Drain the last group before anything reads the accumulator.
+      const Buffer& acc = cx.reg(only_gemm->c.buffer);
+      consumer.push_back(call("tp::warpgroup::wait_group<0>"));
+      for (int p = 0; p < cx.layouts.fragment(only_gemm->c.buffer).slabs; ++p)
+        consumer.push_back(call("tp::warpgroup::fence_operand",
+                                {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+      // The last stage is released here; a single-tile kernel never refills it.
+      if (persistent)
+        consumer.push_back(
+            if_then(n > 0, call(release, {bar_addr(cx, (it + n + (S - 1)) % S + S)})));
+      if (folded.defined()) consumer.push_back(if_then(n == 0, lower_stmt(cx, folded)));
+    }
+    if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
+    cx.stage.clear();
+  }
+  std::vector<ir::Stmt> consumer_all = {
+      call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">")};
+  if (plan.pingpong) consumer_all.push_back(if_then(wg == W - 1, turn_pass));
+  if (!persistent) {
+    consumer_all.insert(consumer_all.end(), consumer.begin(), consumer.end());
+  } else {
+    // Wait for the tile's index (and prologue tiles), leave past the end, otherwise run the
+    // body for that tile.
+    consumer.insert(consumer.begin(),
+                    {if_then(tile >= tiles, leave()), call("tp.block_indices", {tile})});
+    consumer.push_back(advance_it(n));
+    if (consumers_write_shared(cx)) consumer.push_back(cx.barrier());
+    ir::Stmt per_tile = seq(
+        {call(wait, {tile_full, tj % 2}),
+         ir::Let::make(tile, call_expr("tp::cg::sched_read", {slot}, DType::i32), seq(consumer))});
+    consumer_all.push_back(init_it());
+    consumer_all.push_back(serial_for(tj, Expr(0), tiles + 1, per_tile));
+  }
+  if (plan.pingpong) consumer_all.push_back(if_then(wg == 0, turn_wait));
+  // Each empty barrier counts the consumer warps of every CTA that shares the stage.
+  int consumer_warps = T / 32 * plan.cluster;
+  std::vector<ir::Stmt> init = {call("tp::cg::init_pipeline<" + std::to_string(S) + ">",
+                                     {bar_addr(cx, Expr(0)), Expr(consumer_warps)})};
+  if (persistent) init.push_back(call("tp::cg::init_persistent", {tile_empty, Expr(T / 32)}));
+  ir::Stmt roles = if_then(cx.tid >= T, producer, seq(consumer_all));
+  if (plan.cluster == 1)
+    return seq({if_then(cx.tid == 0, seq(init)), call("tp::block::sync"), roles});
+  // A peer signals this CTA's barriers only after they exist, and this CTA exits only after
+  // the peer's last arrival on them.
+  return seq({if_then(cx.tid == 0, seq(init)), call("tp::cg::cluster_sync"), roles,
+              call("tp::cg::cluster_sync")});
+}
+
+} // namespace tp::passes
