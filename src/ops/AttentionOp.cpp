@@ -40,6 +40,8 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
         // Consumer warpgroups take turns at the tensor cores: one's softmax runs during
         // another's P.V and next Q.K^T.
         if (c.count("pingpong") && c.at("pingpong") == 1) annotate("pingpong", "1");
+        // P.V of block j-1 runs while block j's softmax is computed.
+        if (c.count("overlap") && c.at("overlap") == 1) annotate("overlap", "1");
         Tile Qs = alloc_shared({bm, D}, dt);
         Tile Ks = alloc_shared({bn, D}, dt);
         Tile Vs = alloc_shared({bn, D}, dt);
@@ -138,7 +140,8 @@ std::vector<Knob> AttentionOp::knobs() const {
           {"stages", {1, 2, 3}, "pipeline depth"},
           {"threads", {128, 256, 384}, "threads per block"},
           {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"},
-          {"pingpong", {0, 1}, "1: consumer warpgroups alternate gemms and softmax (sm_90a)"}};
+          {"pingpong", {0, 1}, "1: consumer warpgroups alternate gemms and softmax (sm_90a)"},
+          {"overlap", {0, 1}, "1: P.V of block j-1 runs during block j's softmax (sm_90a)"}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -215,7 +218,7 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
 void AttentionOp::validate(const Problem&, const Config& c) const {
   for (const auto& [k, v] : c)
     if (k != "bm" && k != "bn" && k != "stages" && k != "threads" && k != "persistent" &&
-        k != "pingpong")
+        k != "pingpong" && k != "overlap")
       user_error() << "attention: unknown config knob '" << k << "'; see `tilepilot ops`";
   for (const char* k : {"bm", "bn", "stages", "threads"})
     if (!c.count(k)) user_error() << "attention: config is missing " << k;
@@ -227,6 +230,8 @@ void AttentionOp::validate(const Problem&, const Config& c) const {
     user_error() << "attention: persistent must be 0 or 1, got " << c.at("persistent");
   if (c.count("pingpong") && c.at("pingpong") != 0 && c.at("pingpong") != 1)
     user_error() << "attention: pingpong must be 0 or 1, got " << c.at("pingpong");
+  if (c.count("overlap") && c.at("overlap") != 0 && c.at("overlap") != 1)
+    user_error() << "attention: overlap must be 0 or 1, got " << c.at("overlap");
 }
 
 AttentionVariant AttentionOp::variant(const Problem& p) {

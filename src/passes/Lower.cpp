@@ -43,6 +43,10 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
     if (!p.persistent_note.empty()) os << "// " << p.persistent_note << "\n";
     if (p.pingpong) os << "// ping-pong: consumer warpgroups take turns at the tensor cores\n";
     if (!p.pingpong_note.empty()) os << "// " << p.pingpong_note << "\n";
+    if (p.defer_second_gemm)
+      os << "// overlap: the loop's second gemm runs one iteration late, during the next one's "
+            "element-wise work\n";
+    if (!p.overlap_note.empty()) os << "// " << p.overlap_note << "\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";

@@ -117,6 +117,61 @@ bool consumers_write_shared(const LowerContext& cx) {
   return false;
 }
 
+/// The pipelined loop with its second gemm deferred by one iteration (the "overlap" option):
+/// iteration k issues Q.K^T of block k and then P.V of block k-1 (V still in stage k-1), waits
+/// for the first only, runs the element-wise work that touches neither operand of the second
+/// gemm (the softmax) while P.V runs, then waits for P.V, frees stage k-1 and runs the rest
+/// (rescaling O, casting P for the next P.V). The last P.V follows the loop. Same registers as
+/// the plain loop: P is rewritten only after the P.V that reads it has completed.
+void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, const Expr& n,
+                         const Expr& g, const Var& k, const Var& stage, const Var& phase,
+                         const std::string& release, std::vector<ir::Stmt>& out) {
+  const int S = cx.plan.stages;
+  const auto* g2 = ir::as<ir::Gemm>(work.back());
+  size_t split = work.size() - 1;
+  for (size_t i = work.size() - 2; i >= 1; --i)
+    if (mentions_buffer(work[i], g2->a.buffer->uid) || mentions_buffer(work[i], g2->c.buffer->uid))
+      split = i;
+  auto with_stage = [&](const Expr& st, const ir::Stmt& gemm) {
+    std::map<uint64_t, Expr> saved = cx.stage;
+    for (auto& [uid, e] : cx.stage)
+      e = st;
+    ir::Stmt lowered = lower_stmt(cx, gemm);
+    cx.stage = saved;
+    return lowered;
+  };
+  const Buffer& acc = cx.reg(g2->c.buffer);
+  std::vector<ir::Stmt> fence_acc;
+  for (int p = 0; p < cx.layouts.fragment(g2->c.buffer).slabs; ++p)
+    fence_acc.push_back(call("tp::warpgroup::fence_operand",
+                             {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+  Expr prev = (g + (S - 1)) % S;
+  std::vector<ir::Stmt> iter = {
+      call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
+  // Both gemms leave their group in flight; the P.V's wait<1> is then the Q.K^T's completion.
+  cx.wgmma_in_flight = 1;
+  iter.push_back(lower_stmt(cx, work[0]));
+  ir::Stmt pv_prev = with_stage(prev, work.back());
+  cx.wgmma_in_flight = 0;
+  iter.push_back(if_then(k > 0, pv_prev, call("tp::warpgroup::wait_group<0>")));
+  for (size_t i = 1; i < split; ++i)
+    iter.push_back(lower_stmt(cx, work[i]));
+  iter.push_back(call("tp::warpgroup::wait_group<0>"));
+  iter.insert(iter.end(), fence_acc.begin(), fence_acc.end());
+  iter.push_back(if_then(k > 0, call(release, {bar_addr(cx, prev + S)})));
+  for (size_t i = split; i + 1 < work.size(); ++i)
+    iter.push_back(lower_stmt(cx, work[i]));
+  ir::Stmt one = ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
+  out.push_back(serial_for(k, Expr(0), n, one));
+  // The last block's P.V, from the last stage, which is then freed.
+  Expr last = (g + n + (S - 1)) % S; // g = it + k with k = 0 here: it + n - 1
+  ir::Stmt pv_last =
+      substitute(with_stage(last, work.back()), {{ir::as<ir::Variable>(k)->uid, Expr(0)}});
+  out.push_back(
+      if_then(n > 0, seq({pv_last, substitute(call(release, {bar_addr(cx, last + S)}),
+                                              {{ir::as<ir::Variable>(k)->uid, Expr(0)}})})));
+}
+
 } // namespace
 
 ir::Stmt lower_warp_specialized(LowerContext& cx) {
@@ -250,6 +305,12 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     }
     for (uint64_t uid : plan.staged)
       cx.stage[uid] = stage;
+    if (plan.defer_second_gemm) {
+      lower_deferred_loop(cx, work, n, g, k, stage, phase, release, consumer);
+      if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
+      cx.stage.clear();
+      continue;
+    }
     std::vector<ir::Stmt> iter = {call(wait, {bar_addr(cx, stage), phase})};
     cx.wgmma_in_flight = overlap ? 1 : 0;
     if (folded.defined()) cx.first_scale_d = k > 0;

@@ -129,6 +129,32 @@ void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
     plan.pingpong = true;
 }
 
+void plan_overlap(const ir::KernelNode& k, PipelinePlan& plan) {
+  auto it = k.attrs.find("overlap");
+  if (it == k.attrs.end() || it->second == "0") return;
+  int gemms = 0, barriers = 0;
+  ir::for_each_stmt(plan.loop->body, [&](const ir::Stmt& s) {
+    if (ir::as<ir::Gemm>(s)) ++gemms;
+    if (const auto* e = ir::as<ir::Evaluate>(s))
+      if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
+  });
+  const auto* lb = ir::as<ir::Seq>(plan.loop->body);
+  bool last_is_gemm = lb && !lb->stmts.empty() && ir::as<ir::Gemm>(lb->stmts.back());
+  if (it->second != "1")
+    plan.overlap_note = "overlap=" + it->second + " is not supported (0 or 1)";
+  else if (gemms != 2 || !last_is_gemm)
+    plan.overlap_note = "overlap=1 dropped: needs a pipelined loop with two gemms, the second last";
+  else if (plan.stages < 2)
+    plan.overlap_note =
+        "overlap=1 dropped: needs stages >= 2 (block k-1's tiles stay while k's land)";
+  else if (barriers > 0)
+    plan.overlap_note = "overlap=1 dropped: the pipelined loop has a consumer barrier";
+  else if (plan.pingpong)
+    plan.overlap_note = "overlap=1 dropped: not combined with pingpong=1";
+  else
+    plan.defer_second_gemm = true;
+}
+
 void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
   auto it = k.attrs.find("cluster");
   if (it == k.attrs.end() || it->second == "1") return;
@@ -254,6 +280,7 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   plan_cluster(k, plan);
   plan_persistent(k, plan);
   plan_pingpong(k, plan);
+  plan_overlap(k, plan);
   return plan;
 }
 

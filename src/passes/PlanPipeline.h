@@ -55,6 +55,12 @@ struct PipelinePlan {
   /// and at least two consumer warpgroups.
   bool pingpong = false;
   std::string pingpong_note; // why a requested ping-pong schedule was not used
+  /// Overlap (the kernel's "overlap" annotation): the loop's second gemm is deferred by one
+  /// iteration, so it runs on the tensor cores while the next iteration's element-wise work
+  /// (attention's softmax) runs. Needs exactly two gemms, the second last in the loop, at least
+  /// two stages, no consumer barrier in the loop, and no ping-pong.
+  bool defer_second_gemm = false;
+  std::string overlap_note; // why a requested overlap was not used
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
 };

@@ -161,6 +161,30 @@ TEST(PingPong, AttentionWarpgroupsTakeTurnsOthersSayWhyNot) {
             std::string::npos);
 }
 
+// overlap=1: the attention loop's P.V runs one iteration late (the previous block's V stage),
+// with the last one after the loop; it compiles without spills or serialized wgmma. One stage
+// cannot hold block k-1's V while block k lands, so stages=1 drops it and says why.
+TEST(DeferredSecondGemm, AttentionPvRunsOneIterationLate) {
+  const ops::Operator& att = ops::find_operator("attention");
+  ops::Problem p = att.parse(ops::parse_kv("B=8,H=16,S=2048,D=128,causal=1", "shape"), DType::bf16);
+  cuda::LoweredKernel lk = cuda::lower_kernel(
+      att.build(p, ops::parse_config("bm=128,bn=128,stages=2,threads=256,overlap=1")),
+      passes::Target::parse("sm_90a"));
+  EXPECT_NE(lk.lowered_text.find("// overlap: the loop's second gemm runs one iteration late"),
+            std::string::npos);
+  // P.V of block k-1 reads V from stage (k + 1) % 2.
+  EXPECT_NE(lk.source.find("(98304 + (((ko + 1) % 2) * 32768))"), std::string::npos);
+  rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+  rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+  EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+  EXPECT_FALSE(u.wgmma_serialized) << u.raw;
+  cuda::LoweredKernel one = cuda::lower_kernel(
+      att.build(p, ops::parse_config("bm=128,bn=128,stages=1,threads=256,overlap=1")),
+      passes::Target::parse("sm_90a"));
+  EXPECT_NE(one.lowered_text.find("overlap=1 dropped: needs stages >= 2"), std::string::npos);
+  EXPECT_EQ(one.source.find("(ko + 1) % 1"), std::string::npos);
+}
+
 // The accumulator's clear is folded into the first wgmma (scale-d = 0 when k == 0). The same
 // kernel with the clear put back as register zeroing before the loop is what the compiler
 // emitted before: ptxas serializes its wgmma (C7515), and the resource report says so.
