@@ -154,6 +154,11 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   ir::Stmt pv_prev = with_stage(prev, work.back());
   cx.wgmma_in_flight = 0;
   iter.push_back(if_then(k > 0, pv_prev, call("tp::warpgroup::wait_group<0>")));
+  // Q.K^T is complete only here: the compiler must not read its accumulator any earlier.
+  const auto* g1 = ir::as<ir::Gemm>(work[0]);
+  for (int p = 0; p < cx.layouts.fragment(g1->c.buffer).slabs; ++p)
+    iter.push_back(call("tp::warpgroup::fence_operand",
+                        {call_expr("tp.regrow", {Expr(p)}, DType::f32, {cx.reg(g1->c.buffer)})}));
   for (size_t i = 1; i < split; ++i)
     iter.push_back(lower_stmt(cx, work[i]));
   iter.push_back(call("tp::warpgroup::wait_group<0>"));

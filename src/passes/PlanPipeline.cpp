@@ -129,7 +129,7 @@ void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
     plan.pingpong = true;
 }
 
-void plan_overlap(const ir::KernelNode& k, PipelinePlan& plan) {
+void plan_overlap(const ir::KernelNode& k, const LayoutInfo& layouts, PipelinePlan& plan) {
   auto it = k.attrs.find("overlap");
   if (it == k.attrs.end() || it->second == "0") return;
   int gemms = 0, barriers = 0;
@@ -138,15 +138,28 @@ void plan_overlap(const ir::KernelNode& k, PipelinePlan& plan) {
     if (const auto* e = ir::as<ir::Evaluate>(s))
       if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
   });
-  const auto* lb = ir::as<ir::Seq>(plan.loop->body);
-  bool last_is_gemm = lb && !lb->stmts.empty() && ir::as<ir::Gemm>(lb->stmts.back());
+  // The loop's work (its statements other than the staged loads) must start and end with a
+  // wgmma: the first is issued, then the deferred second, then the rest runs.
+  std::vector<const ir::Gemm*> ends;
+  if (const auto* lb = ir::as<ir::Seq>(plan.loop->body)) {
+    std::vector<ir::Stmt> work;
+    for (const ir::Stmt& s : lb->stmts)
+      if (const auto* c = ir::as<ir::Copy>(s); !(c && plan.load_for(c))) work.push_back(s);
+    if (work.size() >= 2) ends = {ir::as<ir::Gemm>(work.front()), ir::as<ir::Gemm>(work.back())};
+  }
+  bool wgmma_ends = ends.size() == 2;
+  for (const ir::Gemm* g : ends) {
+    auto kind = g && layouts.gemms.count(g) ? layouts.gemms.at(g) : GemmKind::mma;
+    wgmma_ends &= g && (kind == GemmKind::wgmma_ss || kind == GemmKind::wgmma_rs);
+  }
   if (it->second != "1")
     plan.overlap_note = "overlap=" + it->second + " is not supported (0 or 1)";
-  else if (gemms != 2 || !last_is_gemm)
-    plan.overlap_note = "overlap=1 dropped: needs a pipelined loop with two gemms, the second last";
-  else if (plan.stages < 2)
+  else if (gemms != 2 || !wgmma_ends)
     plan.overlap_note =
-        "overlap=1 dropped: needs stages >= 2 (block k-1's tiles stay while k's land)";
+        "overlap=1 dropped: needs a pipelined loop that starts and ends with a wgmma gemm (two)";
+  else if (plan.stages < 2)
+    plan.overlap_note = "overlap=1 dropped: needs stages >= 2 (block k-1's tiles stay while k's "
+                        "land)";
   else if (barriers > 0)
     plan.overlap_note = "overlap=1 dropped: the pipelined loop has a consumer barrier";
   else if (plan.pingpong)
@@ -280,7 +293,7 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   plan_cluster(k, plan);
   plan_persistent(k, plan);
   plan_pingpong(k, plan);
-  plan_overlap(k, plan);
+  plan_overlap(k, layouts, plan);
   return plan;
 }
 
