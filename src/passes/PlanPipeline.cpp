@@ -107,15 +107,22 @@ void plan_persistent(const ir::KernelNode& k, PipelinePlan& plan) {
   plan.persistent = true;
 }
 
-void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
-  auto it = k.attrs.find("pingpong");
-  if (it == k.attrs.end() || it->second == "0") return;
+/// The gemms and consumer barriers in a pipelined loop's body: the schedules that reorder its
+/// gemms (ping-pong, overlap) are built around exactly two and no barrier.
+std::pair<int, int> loop_census(const ir::For* loop) {
   int gemms = 0, barriers = 0;
-  ir::for_each_stmt(plan.loop->body, [&](const ir::Stmt& s) {
+  ir::for_each_stmt(loop->body, [&](const ir::Stmt& s) {
     if (ir::as<ir::Gemm>(s)) ++gemms;
     if (const auto* e = ir::as<ir::Evaluate>(s))
       if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
   });
+  return {gemms, barriers};
+}
+
+void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
+  auto it = k.attrs.find("pingpong");
+  if (it == k.attrs.end() || it->second == "0") return;
+  auto [gemms, barriers] = loop_census(plan.loop);
   if (it->second != "1")
     plan.pingpong_note = "pingpong=" + it->second + " is not supported (0 or 1)";
   else if (k.threads < 256 || k.threads % 128)
@@ -132,12 +139,7 @@ void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
 void plan_overlap(const ir::KernelNode& k, const LayoutInfo& layouts, PipelinePlan& plan) {
   auto it = k.attrs.find("overlap");
   if (it == k.attrs.end() || it->second == "0") return;
-  int gemms = 0, barriers = 0;
-  ir::for_each_stmt(plan.loop->body, [&](const ir::Stmt& s) {
-    if (ir::as<ir::Gemm>(s)) ++gemms;
-    if (const auto* e = ir::as<ir::Evaluate>(s))
-      if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
-  });
+  auto [gemms, barriers] = loop_census(plan.loop);
   // The loop's work (its statements other than the staged loads) must start and end with a
   // wgmma: the first is issued, then the deferred second, then the rest runs.
   std::vector<const ir::Gemm*> ends;

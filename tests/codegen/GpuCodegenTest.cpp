@@ -69,32 +69,26 @@ std::vector<Case> cases() {
                  "bm=192,bn=128,stages=2,threads=384,persistent=1"});
   out.push_back({"attention", "B=4,H=16,S=1000,D=64,causal=1", DType::bf16,
                  "bm=128,bn=128,stages=3,threads=256,persistent=1"});
-  // Ping-pong turns between the consumer warpgroups, with and without persistence, including
-  // tiles with no key blocks (Skv < S, causal; a zero key length).
-  for (std::string extra : {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
-                            "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
-                            "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1"})
-    for (std::string persistent : {"0", "1"})
-      out.push_back({"attention", extra, DType::bf16,
-                     "bm=128,bn=128,stages=2,threads=256,pingpong=1,persistent=" + persistent});
+  // The schedule options, each with and without persistence, on tiles with no key blocks
+  // (Skv < S, causal) and a zero key length: ping-pong turns between the consumer warpgroups,
+  // and the deferred P.V (overlap=1).
+  for (std::string option : {"pingpong=1", "overlap=1"}) {
+    for (std::string extra : {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
+                              "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
+                              "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1"})
+      for (std::string persistent : {"0", "1"})
+        out.push_back(
+            {"attention", extra, DType::bf16,
+             "bm=128,bn=128,stages=2,threads=256," + option + ",persistent=" + persistent});
+    out.push_back({"attention", "B=2,H=16,S=700,D=256,causal=1", DType::bf16,
+                   "bm=128,bn=64,stages=2,threads=256," + option + ",persistent=1"});
+  }
   out.push_back({"attention", "B=4,H=16,S=1000,D=64", DType::f16,
                  "bm=128,bn=128,stages=3,threads=256,pingpong=1,persistent=1"});
-  out.push_back({"attention", "B=2,H=16,S=700,D=256,causal=1", DType::bf16,
-                 "bm=128,bn=64,stages=2,threads=256,pingpong=1,persistent=1"});
-  // Deferred P.V (overlap=1): tiles with no key blocks, a zero key length, three stages,
-  // persistent or not, D=64/256.
-  for (std::string extra : {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
-                            "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
-                            "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1"})
-    for (std::string persistent : {"0", "1"})
-      out.push_back({"attention", extra, DType::bf16,
-                     "bm=128,bn=128,stages=2,threads=256,overlap=1,persistent=" + persistent});
   out.push_back({"attention", "B=4,H=16,S=2048,D=128", DType::f16,
                  "bm=128,bn=128,stages=3,threads=256,overlap=1,persistent=1"});
   out.push_back({"attention", "B=4,H=16,S=1000,D=64,causal=1", DType::bf16,
                  "bm=128,bn=128,stages=2,threads=256,overlap=1"});
-  out.push_back({"attention", "B=2,H=16,S=700,D=256,causal=1", DType::bf16,
-                 "bm=128,bn=64,stages=2,threads=256,overlap=1,persistent=1"});
   out.push_back({"attention", "B=4,H=16,S=700,D=256", DType::bf16,
                  "bm=128,bn=64,stages=2,threads=256,persistent=1"});
   for (DType t : {DType::bf16, DType::f16})
