@@ -41,6 +41,11 @@ struct LowerContext {
   /// When defined, emitted by the next lowered wgmma between its commit and its wait (ping-pong:
   /// the warpgroup hands the tensor cores on once its gemm is issued).
   ir::Stmt after_commit;
+  /// A-operand fragment uid -> its registers packed in pairs (one 32-bit word per two 16-bit
+  /// elements, word j = elements 2j and 2j+1 of the fragment's register order). Set for the
+  /// deferred P.V (LowerWarpSpecialized.cpp): P is packed where it is cast, so the next
+  /// iteration's wgmma reads ready registers and ptxas issues its k16 steps as one group.
+  std::map<uint64_t, ir::Buffer> packed_a;
 
   LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
                const PipelinePlan& p, const SmemPlan& s);

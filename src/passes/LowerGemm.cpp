@@ -79,13 +79,19 @@ ir::Stmt lower_wgmma(LowerContext& cx, const ir::Gemm* op, bool rs) {
                          {d, da, db, scale}));
       } else {
         const FragmentLayout& la = cx.layouts.fragment(A);
+        const int64_t r0 = p * (la.N / 2) + kk * 8;
         std::vector<Expr> regs;
-        for (int q = 0; q < 8; ++q) {
-          int r = static_cast<int>(p * (la.N / 2) + kk * 8 + q);
-          regs.push_back(
-              call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))}, A->dtype));
+        Expr a;
+        if (auto pk = cx.packed_a.find(A->uid); pk != cx.packed_a.end()) {
+          for (int q = 0; q < 4; ++q)
+            regs.push_back(ir::Load::make(pk->second, {Expr(r0 / 2 + q)}));
+          a = call_expr("tp::cg::u4", regs, DType::i32);
+        } else {
+          for (int q = 0; q < 8; ++q)
+            regs.push_back(call_expr(
+                "tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r0 + q)))}, A->dtype));
+          a = call_expr("tp::cg::pack_a", regs, DType::i32);
         }
-        Expr a = call_expr("tp::cg::pack_a", regs, DType::i32);
         s.push_back(call("tp::cg::wgmma_rs<" + T + ", " + std::to_string(N) + ", " +
                              std::to_string(op->trans_b ? 0 : 1) + ">",
                          {d, a, db, scale}));

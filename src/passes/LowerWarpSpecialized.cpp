@@ -118,11 +118,13 @@ bool consumers_write_shared(const LowerContext& cx) {
 }
 
 /// The pipelined loop with its second gemm deferred by one iteration (the "overlap" option):
-/// iteration k issues Q.K^T of block k and then P.V of block k-1 (V still in stage k-1), waits
-/// for the first only, runs the element-wise work that touches neither operand of the second
-/// gemm (the softmax) while P.V runs, then waits for P.V, frees stage k-1 and runs the rest
-/// (rescaling O, casting P for the next P.V). The last P.V follows the loop. Same registers as
-/// the plain loop: P is rewritten only after the P.V that reads it has completed.
+/// iteration k issues Q.K^T of block k and waits for it, applies the leading masks, issues P.V
+/// of block k-1 (V still in stage k-1), runs the softmax while P.V runs, then waits for P.V,
+/// frees stage k-1 and runs the rest (rescaling O, casting and packing P for the next P.V). The
+/// first iteration is peeled (it has no P.V) and the last P.V follows the loop. No branch may
+/// sit between the P.V's issue and its wait: at any control-flow join ptxas waits for every
+/// wgmma in flight (seen in the SASS of the first version, run s6), so the masks, which branch,
+/// run before the issue and the k > 0 test is the loop's start rather than an `if`.
 void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, const Expr& n,
                          const Expr& g, const Var& k, const Var& stage, const Var& phase,
                          const std::string& release, std::vector<ir::Stmt>& out) {
@@ -145,36 +147,92 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   for (int p = 0; p < cx.layouts.fragment(g2->c.buffer).slabs; ++p)
     fence_acc.push_back(call("tp::warpgroup::fence_operand",
                              {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
-  Expr prev = (g + (S - 1)) % S;
-  std::vector<ir::Stmt> iter = {
-      call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
-  // Both gemms leave their group in flight; the P.V's wait<1> is then the Q.K^T's completion.
-  cx.wgmma_in_flight = 1;
-  iter.push_back(lower_stmt(cx, work[0]));
-  ir::Stmt pv_prev = with_stage(prev, work.back());
-  cx.wgmma_in_flight = 0;
-  iter.push_back(if_then(k > 0, pv_prev, call("tp::warpgroup::wait_group<0>")));
-  // Q.K^T is complete only here: the compiler must not read its accumulator any earlier.
+  // P from registers: pack it in pairs where it is cast (end of iteration k-1), not where
+  // iteration k's wgmma reads it. Packed there, the loop carries 16-bit halves and repacks them
+  // at the wgmma; ptxas then fences each k16 step separately, and waiting for Q.K^T becomes
+  // waiting for all of P.V but its last step (measured 0.55x cuDNN instead of 0.78x, run s6).
+  std::vector<ir::Stmt> pack_p;
+  ir::Buffer packed;
+  if (cx.layouts.gemms.at(g2) == GemmKind::wgmma_rs) {
+    const Buffer& A = g2->a.buffer;
+    const FragmentLayout& la = cx.layouts.fragment(A);
+    const int64_t words = la.regs_per_thread() / 2;
+    packed = ir::make_buffer(A->name + "_packed", Scope::local, DType::i32, {Expr(words)},
+                             cx.k.uid, {});
+    for (int64_t j = 0; j < words; ++j) {
+      auto elem = [&](int64_t r) {
+        return call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))}, A->dtype);
+      };
+      pack_p.push_back(ir::Store::make(
+          packed, {Expr(j)}, call_expr("tp::cg::pack_bits", {elem(2 * j), elem(2 * j + 1)}, DType::i32),
+          {}));
+    }
+    fence_acc.push_back(
+        call("tp::warpgroup::fence_operand", {call_expr("tp.buf", {}, DType::i32, {packed})}));
+    cx.packed_a[A->uid] = packed;
+  }
+  // The masks: the `if` statements that open the work after Q.K^T.
+  size_t masks = 1;
+  while (masks < split && ir::as<ir::IfThenElse>(work[masks]))
+    ++masks;
   const auto* g1 = ir::as<ir::Gemm>(work[0]);
-  for (int p = 0; p < cx.layouts.fragment(g1->c.buffer).slabs; ++p)
-    iter.push_back(call("tp::warpgroup::fence_operand",
-                        {call_expr("tp.regrow", {Expr(p)}, DType::f32, {cx.reg(g1->c.buffer)})}));
-  for (size_t i = 1; i < split; ++i)
-    iter.push_back(lower_stmt(cx, work[i]));
-  iter.push_back(call("tp::warpgroup::wait_group<0>"));
-  iter.insert(iter.end(), fence_acc.begin(), fence_acc.end());
-  iter.push_back(if_then(k > 0, call(release, {bar_addr(cx, prev + S)})));
-  for (size_t i = split; i + 1 < work.size(); ++i)
-    iter.push_back(lower_stmt(cx, work[i]));
-  ir::Stmt one = ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
-  out.push_back(serial_for(k, Expr(0), n, one));
+  std::vector<ir::Stmt> fence_window;
+  for (const auto& [uid, regs] : cx.regs) {
+    bool used = false;
+    for (size_t i = masks; i < split; ++i)
+      used |= mentions_buffer(work[i], uid);
+    if (!used || regs->dtype != DType::f32) continue;
+    if (regs->shape.size() == 1)
+      fence_window.push_back(
+          call("tp::warpgroup::fence_operand", {call_expr("tp.buf", {}, DType::f32, {regs})}));
+    else
+      for (int64_t p = 0; p < *regs->shape[0].as_int(); ++p)
+        fence_window.push_back(call("tp::warpgroup::fence_operand",
+                                    {call_expr("tp.regrow", {Expr(p)}, DType::f32, {regs})}));
+  }
+  // One iteration; `pv` is false for the peeled first one.
+  auto iteration = [&](bool pv) {
+    Expr prev = (g + (S - 1)) % S;
+    std::vector<ir::Stmt> iter = {
+        call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
+    // Q.K^T is waited for before P.V is issued: with both groups in flight, ptxas waits for
+    // all of them before the softmax's first exp (a wait<1> between does not help; seen in
+    // the SASS of small test kernels). With one group in flight it spreads P.V's k16 steps
+    // through the softmax and waits after it.
+    cx.wgmma_in_flight = 0;
+    iter.push_back(lower_stmt(cx, work[0]));
+    for (size_t i = 1; i < masks; ++i)
+      iter.push_back(lower_stmt(cx, work[i]));
+    if (pv) {
+      cx.wgmma_in_flight = 1;
+      iter.push_back(with_stage(prev, work.back()));
+      cx.wgmma_in_flight = 0;
+    }
+    for (size_t i = masks; i < split; ++i)
+      iter.push_back(lower_stmt(cx, work[i]));
+    if (pv) {
+      // Pin the softmax before the wait: its results are used only after it, and without these
+      // fences the compiler sinks the whole softmax below the wait (seen in the SASS).
+      iter.insert(iter.end(), fence_window.begin(), fence_window.end());
+      iter.push_back(call("tp::warpgroup::wait_group<0>"));
+      iter.insert(iter.end(), fence_acc.begin(), fence_acc.end());
+      iter.push_back(call(release, {bar_addr(cx, prev + S)}));
+    }
+    for (size_t i = split; i + 1 < work.size(); ++i)
+      iter.push_back(lower_stmt(cx, work[i]));
+    iter.insert(iter.end(), pack_p.begin(), pack_p.end());
+    return ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
+  };
+  const uint64_t kid = ir::as<ir::Variable>(k)->uid;
+  if (packed) out.push_back(ir::Allocate::make(packed, {}));
+  out.push_back(if_then(n > 0, substitute(iteration(false), {{kid, Expr(0)}})));
+  out.push_back(serial_for(k, Expr(1), n - 1, iteration(true)));
   // The last block's P.V, from the last stage, which is then freed.
   Expr last = (g + n + (S - 1)) % S; // g = it + k with k = 0 here: it + n - 1
-  ir::Stmt pv_last =
-      substitute(with_stage(last, work.back()), {{ir::as<ir::Variable>(k)->uid, Expr(0)}});
-  out.push_back(
-      if_then(n > 0, seq({pv_last, substitute(call(release, {bar_addr(cx, last + S)}),
-                                              {{ir::as<ir::Variable>(k)->uid, Expr(0)}})})));
+  ir::Stmt pv_last = substitute(with_stage(last, work.back()), {{kid, Expr(0)}});
+  out.push_back(if_then(
+      n > 0, seq({pv_last, substitute(call(release, {bar_addr(cx, last + S)}), {{kid, Expr(0)}})})));
+  if (packed) cx.packed_a.erase(g2->a.buffer->uid);
 }
 
 } // namespace

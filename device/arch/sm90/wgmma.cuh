@@ -47,6 +47,15 @@ TP_DEVICE void fence_operand(float (&d)[R]) {
     asm volatile("" : "+f"(d[i])::"memory");
 }
 
+/// The same for packed A-operand registers: no write may move above the wait of the wgmma
+/// that reads them.
+template <int R>
+TP_DEVICE void fence_operand(int (&a)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+    asm volatile("" : "+r"(a[i])::"memory");
+}
+
 /// A-operand registers for k16 step kk, taken from an f32 accumulator tile of this warpgroup
 /// (same thread/element mapping, see wgmma_layout.cuh), rounded to bf16.
 template <int R>

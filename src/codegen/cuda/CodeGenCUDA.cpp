@@ -83,6 +83,13 @@ public:
     }
     indent();
     os_ << "const int " << tid_name() << " = threadIdx.x;\n";
+    // Signed division and remainder of a value not known to be non-negative do not fold into
+    // shifts and masks: without this the per-element row/column indices of a fragment become
+    // long expressions that the compiler hoists and keeps in ~56 registers (the persistent
+    // causal attention kernel: 236 registers, a spill, and no room for an overlapped P.V).
+    indent();
+    os_ << "__builtin_assume(" << tid_name() << " >= 0 && " << tid_name() << " < "
+        << in_.block_threads << ");\n";
     if (in_.plan.persistent) {
       // The launch grid is about one block per SM; the kernel's own grid is walked as tiles.
       static const char* g[] = {"tp_gx", "tp_gy", "tp_gz"};
