@@ -1,5 +1,6 @@
 // NVRTC entry points resolved with dlsym from the first library that loads (see
 // DynamicLibrary.h for the search order), and the compile call built on them.
+#include <cstdlib>
 #include "runtime/Nvrtc.h"
 
 #include <chrono>
@@ -44,6 +45,12 @@ const std::optional<Nvrtc>& load(std::string* why_not) {
   static std::string reason;
   static std::once_flag once;
   std::call_once(once, [] {
+    // NVRTC 12.9+ keeps its own on-disk cache of compiled programs (it honours the driver's
+    // CUDA_CACHE_DISABLE). A hit there skips ptxas, so the log has no resource report
+    // (registers, spills, serialized wgmma) and a "cold" compile is not one: on the H200 (runs
+    // s8, s10) such hits took 30-60 ms and read as -1 registers. TilePilot has its own kernel
+    // cache (KernelCache) keyed on the IR, so NVRTC's is turned off unless the user set it.
+    setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/0);
     std::string tried;
     auto lib = open_library(
         cuda_library_candidates({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}), &tried);
