@@ -203,10 +203,9 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
   // memory with Q.
   const bool sm90 = arch == "sm_90a";
   if (sm90 && D <= 128)
-    return {{"bm", 128}, {"bn", 128},       {"stages", 3},
+    return {{"bm", 128},      {"bn", 128},       {"stages", 3},
             {"threads", 256}, {"persistent", 1}, {"overlap", 1}};
-  if (sm90)
-    return {{"bm", 128}, {"bn", 64}, {"stages", 2}, {"threads", 256}, {"persistent", 0}};
+  if (sm90) return {{"bm", 128}, {"bn", 64}, {"stages", 2}, {"threads", 256}, {"persistent", 0}};
   if (arch == "sm_80") return {{"bm", 64}, {"bn", 64}, {"stages", 2}, {"threads", 128}};
   return {{"bm", 64}, {"bn", 64}, {"stages", 1}, {"threads", 128}};
 }

@@ -117,6 +117,53 @@ bool consumers_write_shared(const LowerContext& cx) {
   return false;
 }
 
+/// Deferred P.V with P from registers: P packed in pairs where it is cast (end of iteration
+/// k-1), not where iteration k's wgmma reads it. Packed there, the loop carries 16-bit halves and
+/// repacks them at the wgmma; ptxas then fences each k16 step separately, and waiting for Q.K^T
+/// becomes waiting for all of P.V but its last step (0.55x cuDNN instead of 0.78x, run s6).
+/// Returns the packed buffer (null when P is not in registers) and appends its stores to `pack`
+/// and a fence on it to `fences`; registers it with cx.packed_a for the wgmma lowering.
+ir::Buffer pack_register_operand(LowerContext& cx, const ir::Gemm* g2, std::vector<ir::Stmt>& pack,
+                                 std::vector<ir::Stmt>& fences) {
+  if (cx.layouts.gemms.at(g2) != GemmKind::wgmma_rs) return nullptr;
+  const Buffer& A = g2->a.buffer;
+  const FragmentLayout& la = cx.layouts.fragment(A);
+  const int64_t words = la.regs_per_thread() / 2;
+  ir::Buffer packed =
+      ir::make_buffer(A->name + "_packed", Scope::local, DType::i32, {Expr(words)}, cx.k.uid, {});
+  auto elem = [&](int64_t r) {
+    return call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))}, A->dtype);
+  };
+  for (int64_t j = 0; j < words; ++j)
+    pack.push_back(ir::Store::make(
+        packed, {Expr(j)},
+        call_expr("tp::cg::pack_bits", {elem(2 * j), elem(2 * j + 1)}, DType::i32), {}));
+  fences.push_back(
+      call("tp::warpgroup::fence_operand", {call_expr("tp.buf", {}, DType::i32, {packed})}));
+  cx.packed_a[A->uid] = packed;
+  return packed;
+}
+
+/// Compiler fences on every f32 register fragment that work[from, to) mentions.
+std::vector<ir::Stmt> fence_fragments(const LowerContext& cx, const std::vector<ir::Stmt>& work,
+                                      size_t from, size_t to) {
+  std::vector<ir::Stmt> out;
+  for (const auto& [uid, regs] : cx.regs) {
+    bool used = false;
+    for (size_t i = from; i < to; ++i)
+      used |= mentions_buffer(work[i], uid);
+    if (!used || regs->dtype != DType::f32) continue;
+    if (regs->shape.size() == 1)
+      out.push_back(
+          call("tp::warpgroup::fence_operand", {call_expr("tp.buf", {}, DType::f32, {regs})}));
+    else
+      for (int64_t p = 0; p < *regs->shape[0].as_int(); ++p)
+        out.push_back(call("tp::warpgroup::fence_operand",
+                           {call_expr("tp.regrow", {Expr(p)}, DType::f32, {regs})}));
+  }
+  return out;
+}
+
 /// The pipelined loop with its second gemm deferred by one iteration (the "overlap" option):
 /// iteration k issues Q.K^T of block k and waits for it, applies the leading masks, issues P.V
 /// of block k-1 (V still in stage k-1), runs the softmax while P.V runs, then waits for P.V,
@@ -147,49 +194,13 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   for (int p = 0; p < cx.layouts.fragment(g2->c.buffer).slabs; ++p)
     fence_acc.push_back(call("tp::warpgroup::fence_operand",
                              {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
-  // P from registers: pack it in pairs where it is cast (end of iteration k-1), not where
-  // iteration k's wgmma reads it. Packed there, the loop carries 16-bit halves and repacks them
-  // at the wgmma; ptxas then fences each k16 step separately, and waiting for Q.K^T becomes
-  // waiting for all of P.V but its last step (measured 0.55x cuDNN instead of 0.78x, run s6).
   std::vector<ir::Stmt> pack_p;
-  ir::Buffer packed;
-  if (cx.layouts.gemms.at(g2) == GemmKind::wgmma_rs) {
-    const Buffer& A = g2->a.buffer;
-    const FragmentLayout& la = cx.layouts.fragment(A);
-    const int64_t words = la.regs_per_thread() / 2;
-    packed = ir::make_buffer(A->name + "_packed", Scope::local, DType::i32, {Expr(words)},
-                             cx.k.uid, {});
-    for (int64_t j = 0; j < words; ++j) {
-      auto elem = [&](int64_t r) {
-        return call_expr("tp.raw", {ir::Load::make(cx.reg(A), la.reg_index(Expr(r)))}, A->dtype);
-      };
-      pack_p.push_back(ir::Store::make(
-          packed, {Expr(j)}, call_expr("tp::cg::pack_bits", {elem(2 * j), elem(2 * j + 1)}, DType::i32),
-          {}));
-    }
-    fence_acc.push_back(
-        call("tp::warpgroup::fence_operand", {call_expr("tp.buf", {}, DType::i32, {packed})}));
-    cx.packed_a[A->uid] = packed;
-  }
+  ir::Buffer packed = pack_register_operand(cx, g2, pack_p, fence_acc);
   // The masks: the `if` statements that open the work after Q.K^T.
   size_t masks = 1;
   while (masks < split && ir::as<ir::IfThenElse>(work[masks]))
     ++masks;
-  const auto* g1 = ir::as<ir::Gemm>(work[0]);
-  std::vector<ir::Stmt> fence_window;
-  for (const auto& [uid, regs] : cx.regs) {
-    bool used = false;
-    for (size_t i = masks; i < split; ++i)
-      used |= mentions_buffer(work[i], uid);
-    if (!used || regs->dtype != DType::f32) continue;
-    if (regs->shape.size() == 1)
-      fence_window.push_back(
-          call("tp::warpgroup::fence_operand", {call_expr("tp.buf", {}, DType::f32, {regs})}));
-    else
-      for (int64_t p = 0; p < *regs->shape[0].as_int(); ++p)
-        fence_window.push_back(call("tp::warpgroup::fence_operand",
-                                    {call_expr("tp.regrow", {Expr(p)}, DType::f32, {regs})}));
-  }
+  const std::vector<ir::Stmt> fence_window = fence_fragments(cx, work, masks, split);
   // One iteration; `pv` is false for the peeled first one.
   auto iteration = [&](bool pv) {
     Expr prev = (g + (S - 1)) % S;
@@ -230,8 +241,8 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   // The last block's P.V, from the last stage, which is then freed.
   Expr last = (g + n + (S - 1)) % S; // g = it + k with k = 0 here: it + n - 1
   ir::Stmt pv_last = substitute(with_stage(last, work.back()), {{kid, Expr(0)}});
-  out.push_back(if_then(
-      n > 0, seq({pv_last, substitute(call(release, {bar_addr(cx, last + S)}), {{kid, Expr(0)}})})));
+  out.push_back(if_then(n > 0, seq({pv_last, substitute(call(release, {bar_addr(cx, last + S)}),
+                                                        {{kid, Expr(0)}})})));
   if (packed) cx.packed_a.erase(g2->a.buffer->uid);
 }
 

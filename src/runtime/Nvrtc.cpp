@@ -1,7 +1,7 @@
 // NVRTC entry points resolved with dlsym from the first library that loads (see
 // DynamicLibrary.h for the search order), and the compile call built on them.
-#include <cstdlib>
 #include "runtime/Nvrtc.h"
+#include <cstdlib>
 
 #include <chrono>
 #include <memory>
