@@ -118,8 +118,12 @@ TP_DEVICE U4 pack_a(half x0, half x1, half x2, half x3, half x4, half x5, half x
 
 /// Two 16-bit fragment elements as one A-operand register (low half first), and four such
 /// registers as one k16 step's A operand: the deferred P.V packs P where it is cast.
-TP_DEVICE int pack_bits(bf16 lo, bf16 hi) { return static_cast<int>(pack(lo, hi).bits); }
-TP_DEVICE int pack_bits(half lo, half hi) { return static_cast<int>(pack(lo, hi).bits); }
+TP_DEVICE int pack_bits(bf16 lo, bf16 hi) {
+  return static_cast<int>(pack(lo, hi).bits);
+}
+TP_DEVICE int pack_bits(half lo, half hi) {
+  return static_cast<int>(pack(lo, hi).bits);
+}
 TP_DEVICE U4 u4(int a, int b, int c, int d) {
   return U4{{static_cast<uint32_t>(a), static_cast<uint32_t>(b), static_cast<uint32_t>(c),
              static_cast<uint32_t>(d)}};
