@@ -56,6 +56,32 @@ TEST(ConfigSpace, GemmOnSm90aFixesBkAndDropsSingleStage) {
   }
 }
 
+// Attention: the deferred P.V (overlap, the sm_90a default) and persistent blocks are searched
+// on sm_90a only (they need warp-specialized TMA kernels); ping-pong, measured slower, is not.
+TEST(ConfigSpace, AttentionScheduleKnobsPerArch) {
+  const ops::Operator& att = ops::find_operator("attention");
+  auto h = knob_space(att, "sm_90a");
+  EXPECT_EQ(values(h, "overlap"), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(values(h, "persistent"), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(values(h, "pingpong"), (std::vector<int64_t>{0}));
+  auto a = knob_space(att, "sm_80");
+  EXPECT_EQ(values(a, "overlap"), (std::vector<int64_t>{0}));
+  EXPECT_EQ(values(a, "persistent"), (std::vector<int64_t>{0}));
+  // The default (overlap with three stages) is in the sm_90a space and survives pruning.
+  ops::Problem p = attention_problem(128);
+  ops::Config def = att.default_config(p, "sm_90a");
+  EXPECT_EQ(def.at("overlap"), 1);
+  ConfigSpace s = enumerate(att, p, TargetLimits::for_arch("sm_90a"), h);
+  bool kept = false;
+  for (const Candidate& c : s.kept) {
+    bool same = true;
+    for (const auto& [k, v] : def)
+      same = same && c.config.count(k) && c.config.at(k) == v;
+    kept |= same;
+  }
+  EXPECT_TRUE(kept) << ops::config_str(def);
+}
+
 TEST(ConfigSpace, SharedMemoryOverTheDeviceLimitIsPrunedWithTheNumbers) {
   const auto& gemm = ops::find_operator("gemm");
   ops::Config c{{"bm", 256}, {"bn", 256}, {"bk", 64}, {"stages", 5}, {"threads", 384}};
