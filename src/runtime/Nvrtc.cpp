@@ -1,9 +1,9 @@
 // NVRTC entry points resolved with dlsym from the first library that loads (see
 // DynamicLibrary.h for the search order), and the compile call built on them.
 #include "runtime/Nvrtc.h"
-#include <cstdlib>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <nvrtc.h>
