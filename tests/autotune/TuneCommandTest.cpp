@@ -3,6 +3,8 @@
 // bad input names what to fix.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "RunCli.h"
@@ -15,6 +17,29 @@ using tp::testing::CliResult;
 
 CliResult run(const std::string& args) {
   return tp::testing::run_cli(args);
+}
+
+// A pilot spec with two dtypes, two representative shapes and one edge shape, in a fresh file.
+std::string write_spec(const std::string& name) {
+  auto path = std::filesystem::temp_directory_path() / ("tilepilot-tune-" + name + ".yaml");
+  std::ofstream(path) << R"(operator: gemm
+device: sm_90a
+dtypes: [bf16, f16]
+shapes:
+  representative:
+    - {M: 256, N: 256, K: 256, weight: 0.75}
+    - {M: 128, N: 384, K: 128, weight: 0.25}
+  edge:
+    - {M: 7, N: 45, K: 133, layout: nt}
+reference: framework
+tolerance: {atol: 2e-2, rtol: 2e-2}
+objective: {metric: weighted_latency, min_speedup: 1.0}
+memory_limit_mb: 512
+metrics: [correctness, warm, memory]
+fallback: required
+seed: 7
+)";
+  return path.string();
 }
 
 } // namespace
@@ -76,4 +101,78 @@ TEST(TuneCommand, BadInputNamesTheFix) {
   EXPECT_NE(a.out.find("arch 'sm_70' has no resource model; use sm_90a or sm_80"),
             std::string::npos)
       << a.out;
+}
+
+TEST(TuneCommand, SpecDryRunListsEveryShapeOfEveryDtype) {
+  CliResult r = run("tune --spec " + write_spec("dry") + " --dry-run --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "dry_run");
+  EXPECT_EQ(j["op"], "gemm");
+  EXPECT_EQ(j["budget_seconds_per_shape"], 30.0);
+  ASSERT_EQ(j["shapes"].size(), 6u);
+  const std::vector<std::string> labels = {"rep0 bf16", "rep1 bf16", "edge0 bf16",
+                                           "rep0 f16",  "rep1 f16",  "edge0 f16"};
+  for (size_t i = 0; i < labels.size(); ++i) {
+    EXPECT_EQ(j["shapes"][i]["label"], labels[i]);
+    EXPECT_GT(j["shapes"][i]["space"]["kept"].get<int>(), 0) << j["shapes"][i];
+  }
+  EXPECT_EQ(j["shapes"][2]["shape"], "K=133,M=7,N=45,layout=nt");
+}
+
+TEST(TuneCommand, SpecWithoutAGpuSaysNotRunAndExits2) {
+  if (tp::rt::device_count() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
+  CliResult r = run("tune --spec " + write_spec("nogpu") + " --budget-seconds 5");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("edge0 f16  K=133,M=7,N=45,layout=nt: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not run: tuning needs an sm_90a GPU ("), std::string::npos) << r.out;
+}
+
+TEST(TuneCommand, SpecBadInputNamesTheFix) {
+  const std::string spec = write_spec("bad");
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"tune --spec " + spec + " --dtype f16", "the spec sets the dtypes and the device"},
+           {"tune --spec " + spec + " --budget-seconds 0", "--budget-seconds must be > 0"},
+           {"tune gemm --shape M=1,N=1,K=1 --pinned-out x.json", "go with --spec"},
+           {"tune gemm", "give an operator and --shape"},
+           {"tune --spec /nonexistent/spec.yaml", "cannot read the pilot spec"},
+           {"tune gemm --spec " + spec, "excludes"}}) {
+    CliResult r = run(c.args);
+    EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
+  }
+}
+
+// On the H200: every shape is tuned and, when the winner is not the default, timed side by side
+// with it; the pinned table holds exactly the winners at least --min-gain faster.
+TEST(GpuTuneCommand, SpecTunesEveryShapeAndComparesWithTheDefault) {
+  if (tp::rt::device_count() == 0) GTEST_SKIP() << "no GPU";
+  const auto pinned = std::filesystem::temp_directory_path() / "tilepilot-tune-pinned.json";
+  CliResult r = run("tune --spec " + write_spec("gpu") + " --budget-seconds 4 --no-store " +
+                    "--min-gain 0.05 --json --pinned-out " + pinned.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "tuned");
+  ASSERT_EQ(j["shapes"].size(), 6u);
+  size_t should_pin = 0;
+  for (const auto& s : j["shapes"]) {
+    const std::string st = s["status"];
+    ASSERT_TRUE(st == "compared" || st == "default_best") << s;
+    EXPECT_GT(s["default_ms"].get<double>(), 0) << s;
+    EXPECT_GT(s["tuned_ms"].get<double>(), 0) << s;
+    if (st == "compared") {
+      EXPECT_EQ(s["samples_each"], 80) << s;
+      EXPECT_NE(s["best_config"], s["default_config"]) << s;
+      EXPECT_NEAR(s["speedup"].get<double>(),
+                  s["default_ms"].get<double>() / s["tuned_ms"].get<double>(), 1e-9);
+      should_pin += s["speedup"].get<double>() >= 1.05;
+    }
+  }
+  EXPECT_GT(j["representative_weighted"]["speedup"].get<double>(), 0);
+  std::ifstream f(pinned);
+  nlohmann::json table = nlohmann::json::parse(f);
+  EXPECT_EQ(table["entries"].size(), should_pin) << table.dump(2);
 }

@@ -1,5 +1,6 @@
 // `tilepilot tune OP --shape k=v,... [--dtype] [--arch] [--space k=v1|v2,...] [--budget-seconds N]
 //  [--config-timeout S] [--dry-run] [--no-store] [--json]`
+// `tilepilot tune --spec FILE [...]`: every shape of a pilot spec, see TuneSpec.h.
 //
 // Prints the pruned config space (counts and reasons), then tunes through the registered backend
 // hooks (tp::autotune::set_default_hooks) and stores the winner in the tuning database.
@@ -11,8 +12,9 @@
 
 #include "CliSupport.h"
 #include "Commands.h"
+#include "TuneShared.h"
+#include "TuneSpec.h"
 #include "autotune/Policy.h"
-#include "autotune/TuningDb.h"
 #include "tilepilot/runtime.h"
 
 namespace tp::cli {
@@ -150,27 +152,13 @@ void run_tune(const Args& a, int* rc) {
   j["result"] = to_json(r);
   if (!a.json) print_result(r);
   if (!r.found) return finish("no_candidate", "no candidate was correct and measured", 1);
-  const ops::Config dflt = op.default_config(p, arch);
-  double dflt_ms = -1;
-  for (const CandidateLog& c : r.log)
-    if (is_default_config(c.config, dflt) && c.median_ms >= 0) dflt_ms = c.median_ms;
+  const double dflt_ms = default_ms_in_log(r, op.default_config(p, arch));
   const double best_ms = r.best_measurement.median_ms();
   j["best"] = {{"config", r.best},
                {"ms_median", best_ms},
                {"default_ms_median", dflt_ms},
                {"tflops", op.flops(p) / (best_ms * 1e-3) / 1e12}};
-  if (!a.no_store) {
-    DbEntry e;
-    e.key = make_key(p, *dev);
-    e.config = r.best;
-    e.ms_median = best_ms;
-    e.default_ms_median = dflt_ms;
-    e.source = "tilepilot tune";
-    e.extra = {{"wall_s", r.wall_s}, {"status_counts", r.status_counts()}};
-    TuningDb db(TuningDb::default_dir());
-    db.put(e);
-    j["stored"] = db.path_for(e.key);
-  }
+  if (!a.no_store) j["stored"] = store_winner(p, *dev, r, dflt_ms, "tilepilot tune");
   if (!a.json) {
     std::cout << "best " << ops::config_str(r.best) << ": " << best_ms << " ms";
     if (dflt_ms > 0) std::cout << " (default " << dflt_ms << " ms, x" << dflt_ms / best_ms << ")";
@@ -185,18 +173,49 @@ void run_tune(const Args& a, int* rc) {
 void add_tune_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("tune", "search an operator's config space on the GPU");
   auto a = std::make_shared<Args>();
-  cmd->add_option("op", a->op, "operator: gemm | attention")->required();
-  cmd->add_option("--shape", a->shape, "problem, e.g. M=4096,N=4096,K=4096")->required();
+  auto sp = std::make_shared<TuneSpecArgs>();
+  auto* op = cmd->add_option("op", a->op, "operator: gemm | attention");
+  auto* shape = cmd->add_option("--shape", a->shape, "problem, e.g. M=4096,N=4096,K=4096");
+  cmd->add_option("--spec", sp->spec,
+                  "tune every shape of a pilot spec instead (per-shape budget, default 30 s), "
+                  "then time each winner side by side with the default")
+      ->excludes(op)
+      ->excludes(shape);
   cmd->add_option("--dtype", a->dtype, "bf16 | f16 | f32");
   cmd->add_option("--arch", a->arch, "target arch for pruning (default: GPU 0, else sm_90a)");
   cmd->add_option("--space", a->space, "knob values to search, e.g. bm=64|128,stages=3|4");
-  cmd->add_option("--budget-seconds", a->budget, "stop starting candidates after this long");
+  cmd->add_option("--budget-seconds", a->budget,
+                  "stop starting candidates after this long (with --spec: per shape)");
   cmd->add_option("--config-timeout", a->config_timeout,
                   "seconds allowed to compile, and to measure, one config (default 60)");
+  cmd->add_option("--pinned-out", sp->pinned_out,
+                  "with --spec: write the winners that beat the default by --min-gain as a "
+                  "pinned table (JSON)");
+  cmd->add_option("--min-gain", sp->min_gain,
+                  "with --spec: fraction faster than the default a winner must be, side by side, "
+                  "to be pinned (default 0.02)");
   cmd->add_flag("--dry-run", a->dry_run, "print the pruned space and exit 0");
   cmd->add_flag("--no-store", a->no_store, "do not write the result to the tuning database");
   cmd->add_flag("--json", a->json, "print one JSON object");
-  cmd->callback([a, rc] { run_tune(*a, rc); });
+  cmd->callback([a, sp, cmd, rc] {
+    if (sp->spec.empty()) {
+      if (a->op.empty() || a->shape.empty())
+        user_error() << "tune: give an operator and --shape (e.g. tune gemm --shape "
+                        "M=4096,N=4096,K=4096), or --spec FILE to tune a pilot spec's shapes";
+      if (!sp->pinned_out.empty() || cmd->count("--min-gain"))
+        user_error() << "tune: --pinned-out and --min-gain go with --spec";
+      return run_tune(*a, rc);
+    }
+    if (cmd->count("--dtype") || cmd->count("--arch"))
+      user_error() << "tune --spec: the spec sets the dtypes and the device; drop --dtype/--arch";
+    if (cmd->count("--budget-seconds")) sp->budget_per_shape = a->budget;
+    sp->space = a->space;
+    sp->config_timeout = a->config_timeout;
+    sp->json = a->json;
+    sp->dry_run = a->dry_run;
+    sp->no_store = a->no_store;
+    run_tune_spec(*sp, rc);
+  });
 }
 
 } // namespace tp::cli
