@@ -45,6 +45,18 @@ int64_t get(const ops::Config& c, const char* k, int64_t dflt = 0) {
   return it == c.end() ? dflt : it->second;
 }
 
+// Whether the CUDA backend loads this problem's operands with TMA (and so runs a producer
+// warpgroup on sm_90a): every loaded tensor's rows must be 16-byte multiples.
+bool tma_rows(const ops::Problem& p) {
+  const int64_t elem = dtype_bytes(p.dtype);
+  if (p.op == "attention") return p.at("D") * elem % 16 == 0;
+  if (p.op != "gemm") return false;
+  const std::string& l = p.options.at("layout");
+  const int64_t a_row = l[0] == 'n' ? p.at("K") : p.at("M");
+  const int64_t b_row = l[1] == 'n' ? p.at("N") : p.at("K");
+  return a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
+}
+
 // Divisibility of the block tile over the arch's MMA units; "" when it divides.
 std::string divisibility(const std::string& op, const std::string& arch, int64_t bm, int64_t bn,
                          int64_t threads) {
@@ -224,6 +236,22 @@ Candidate estimate(const ops::Operator& op, const ops::Problem& p, const TargetL
     std::ostringstream why;
     why << "accumulator needs " << cand.acc_regs << " registers per thread > "
         << kMaxRegs - headroom << " (255 minus " << headroom << " headroom); it would spill";
+    return prune("regs", why.str());
+  }
+  // The register file is shared by the block: ptxas compiles every thread to at most
+  // 64K / (block threads) registers, rounded down to 8, whatever setmaxnreg does later. On sm_90a
+  // a TMA kernel adds a 128-thread producer warpgroup. An accumulator that alone exceeds that
+  // share cannot compile (ptxas: "insufficient registers"), so this prunes only sure failures:
+  // for attention it counts O and the fp32 scores only (P is converted in place; with P counted,
+  // D=256's 128x64 default, which fits, would go).
+  const int64_t block_threads = threads + (hopper && tma_rows(p) ? 128 : 0);
+  const int64_t share = std::min<int64_t>(kMaxRegs, 65536 / block_threads / 8 * 8);
+  const int64_t live =
+      name == "gemm" ? cand.acc_regs : ceil_div(bm * p.at("D") + bm * bn, threads);
+  if (live > share) {
+    std::ostringstream why;
+    why << "accumulator needs " << live << " registers per thread > " << share
+        << ", the share of the register file for " << block_threads << " threads per block";
     return prune("regs", why.str());
   }
   if (std::string why = divisibility(name, t.arch, bm, bn, threads); !why.empty())

@@ -125,6 +125,35 @@ TEST(ConfigSpace, AccumulatorRegistersOverTheBudgetArePruned) {
   EXPECT_EQ(k.category, "") << k.reason;
 }
 
+// ptxas compiles each thread to 64K / block threads registers; on sm_90a a TMA kernel's block has
+// a 128-thread producer on top of `threads`. D=256 with three consumer warpgroups (512 threads,
+// 128 registers) failed with "insufficient registers" on the H200 (run s14); it is pruned now,
+// while the 128x64 D=256 default (384 threads, 168) stays.
+TEST(ConfigSpace, AccumulatorOverTheBlocksRegisterShareIsPruned) {
+  const auto& att = ops::find_operator("attention");
+  const auto h = TargetLimits::for_arch("sm_90a");
+  ops::Config three{{"bm", 192}, {"bn", 32}, {"stages", 2}, {"threads", 384}};
+  Candidate r = estimate(att, attention_problem(256), h, three);
+  EXPECT_EQ(r.category, "regs");
+  EXPECT_NE(r.reason.find("144 registers per thread > 128, the share of the register file for "
+                          "512 threads per block"),
+            std::string::npos)
+      << r.reason;
+  ops::Config dflt = att.default_config(attention_problem(256), "sm_90a");
+  EXPECT_EQ(estimate(att, attention_problem(256), h, dflt).category, "")
+      << ops::config_str(dflt);
+  // A GEMM of 384 threads with 144 accumulator registers: over the 128 of a TMA block (512
+  // threads), within the 168 of a block without TMA (rows of K=7 bf16 are not 16-byte multiples,
+  // so there is no producer warpgroup).
+  const auto& gemm = ops::find_operator("gemm");
+  ops::Config g{{"bm", 192}, {"bn", 288}, {"bk", 64}, {"stages", 2}, {"threads", 384}};
+  Candidate tma = estimate(gemm, gemm_problem(), h, g);
+  EXPECT_EQ(tma.category, "regs");
+  EXPECT_NE(tma.reason.find("144 registers per thread > 128"), std::string::npos) << tma.reason;
+  Candidate odd = estimate(gemm, gemm_problem(4096, 4096, 7), h, g);
+  EXPECT_NE(odd.category, "regs") << odd.reason;
+}
+
 TEST(ConfigSpace, DivisibilityOverWarpgroupsAndWarps) {
   const auto& gemm = ops::find_operator("gemm");
   auto cfg = [](int64_t bm, int64_t bn, int64_t threads) {

@@ -70,6 +70,10 @@ nlohmann::json tune_shape(const TuneSpecArgs& a, const ops::Operator& op, const 
   o.progress = a.json ? TuneOptions::Progress::off : TuneOptions::Progress::automatic;
   TuneResult r = tune(space, *hooks, o);
   j["search"] = {{"wall_s", r.wall_s}, {"status_counts", r.status_counts()}};
+  // Every candidate that got past pruning, with its timings: where the budget went.
+  j["search"]["candidates"] = nlohmann::json::array();
+  for (const CandidateLog& c : r.log)
+    if (c.status != CandidateStatus::pruned) j["search"]["candidates"].push_back(to_json(c));
   if (!r.found) {
     j["status"] = "no_candidate";
     j["wall_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
