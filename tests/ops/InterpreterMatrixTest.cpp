@@ -76,6 +76,22 @@ INSTANTIATE_TEST_SUITE_P(Gemm, InterpreterMatrix, testing::ValuesIn(gemm_cases()
 INSTANTIATE_TEST_SUITE_P(Attention, InterpreterMatrix, testing::ValuesIn(attention_cases()),
                          case_name);
 
+// A sampled check runs some blocks and compares exactly the rows they write. The causal kernel
+// launches its query blocks in reverse; block_outputs once ignored that, so a sampled causal check
+// compared rows no sampled block had written (still poisoned) and failed a correct kernel.
+TEST(InterpreterMatrixSampled, CausalAttentionComparesTheRowsItsSampledBlocksWrite) {
+  const Operator& op = find_operator("attention");
+  for (const char* shape : {"B=1,H=4,S=700,D=64,causal=1", "B=1,H=4,S=700,D=64"}) {
+    Problem p = op.parse(parse_kv(shape, "shape"), DType::bf16);
+    CheckOptions o;
+    o.flop_budget = 1e8; // about half of the 44 blocks
+    CheckResult r = check(op, p, o);
+    EXPECT_TRUE(r.passed) << shape << " " << to_json(r).dump();
+    EXPECT_LT(r.blocks_run, r.blocks_total) << shape << ": the case must sample";
+    EXPECT_EQ(r.nonfinite, 0) << shape;
+  }
+}
+
 // A check must be able to fail: a kernel that computes the wrong thing is caught.
 TEST(InterpreterMatrixNegative, WrongLayoutIsCaught) {
   const Operator& op = find_operator("gemm");
