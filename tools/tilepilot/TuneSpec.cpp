@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "TuneShared.h"
-#include "autotune/Compare.h"
+#include "autotune/ShapeTuning.h"
 #include "autotune/Policy.h"
 #include "pilot/Spec.h"
 #include "tilepilot/error.h"
@@ -68,41 +68,33 @@ nlohmann::json tune_shape(const TuneSpecArgs& a, const ops::Operator& op, const 
   o.per_config_seconds = a.config_timeout;
   o.label = progress_label;
   o.progress = a.json ? TuneOptions::Progress::off : TuneOptions::Progress::automatic;
-  TuneResult r = tune(space, *hooks, o);
+  const ShapeTuning t = tune_against_baseline(space, *hooks, baseline, o);
+  const TuneResult& r = t.search;
+  j["status"] = outcome_name(t.outcome);
   j["search"] = {{"wall_s", r.wall_s}, {"status_counts", r.status_counts()}};
   // Every candidate that got past pruning, with its timings: where the budget went.
   j["search"]["candidates"] = nlohmann::json::array();
   for (const CandidateLog& c : r.log)
     if (c.status != CandidateStatus::pruned) j["search"]["candidates"].push_back(to_json(c));
-  if (!r.found) {
-    j["status"] = "no_candidate";
-    j["wall_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
-    return j;
+  if (r.found) {
+    const double dflt_ms = default_ms_in_log(r, baseline);
+    j["best_config"] = r.best;
+    j["search"]["best_ms"] = r.best_measurement.median_ms();
+    j["search"]["default_ms"] = dflt_ms;
+    if (!a.no_store) j["stored"] = store_winner(p, dev, r, dflt_ms, "tilepilot tune --spec");
   }
-  const double dflt_ms = default_ms_in_log(r, baseline);
-  j["best_config"] = r.best;
-  j["search"]["best_ms"] = r.best_measurement.median_ms();
-  j["search"]["default_ms"] = dflt_ms;
-  if (!a.no_store) j["stored"] = store_winner(p, dev, r, dflt_ms, "tilepilot tune --spec");
-  if (is_default_config(r.best, baseline)) {
-    j["status"] = "default_best";
-    j["default_ms"] = j["tuned_ms"] = r.best_measurement.median_ms();
-    j["speedup"] = 1.0;
-  } else {
-    try {
-      SideBySide c = compare_configs(*hooks, baseline, r.best);
-      j["status"] = "compared";
-      j["default_ms"] = c.baseline.median_ms();
-      j["tuned_ms"] = c.candidate.median_ms();
-      j["default_iqr_ms"] = c.baseline.iqr_ms();
-      j["tuned_iqr_ms"] = c.candidate.iqr_ms();
-      j["samples_each"] = c.baseline.ms.size();
-      j["speedup"] = c.speedup();
-      if (c.speedup() >= 1 + a.min_gain) pinned.add(make_key(p, dev), r.best);
-    } catch (const std::exception& e) {
-      j["status"] = "compare_failed";
-      j["error"] = reason_text(e);
-    }
+  if (t.outcome == ShapeTuning::Outcome::compare_failed) j["error"] = t.error;
+  if (t.outcome == ShapeTuning::Outcome::baseline_best ||
+      t.outcome == ShapeTuning::Outcome::compared) {
+    j["default_ms"] = t.baseline_ms();
+    j["tuned_ms"] = t.tuned_ms();
+    j["speedup"] = t.speedup();
+  }
+  if (t.comparison) {
+    j["default_iqr_ms"] = t.comparison->baseline.iqr_ms();
+    j["tuned_iqr_ms"] = t.comparison->candidate.iqr_ms();
+    j["samples_each"] = t.comparison->baseline.ms.size();
+    if (t.speedup() >= 1 + a.min_gain) pinned.add(make_key(p, dev), r.best);
   }
   j["wall_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
   return j;
