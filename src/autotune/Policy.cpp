@@ -85,13 +85,6 @@ Choice choose_pinned(const Policy& policy, const ops::Operator& op, const ops::P
   return c;
 }
 
-// The default config's median from the log, or -1 when it was not measured.
-double default_ms(const TuneResult& r, const ops::Config& dflt) {
-  for (const CandidateLog& c : r.log)
-    if (is_default_config(c.config, dflt) && c.median_ms >= 0) return c.median_ms;
-  return -1;
-}
-
 Choice choose_adaptive(const Policy& policy, const ops::Operator& op, const ops::Problem& p,
                        const rt::DeviceInfo& d, const TuneKey& key, nlohmann::json& telemetry) {
   const std::string dir = policy.db_dir.empty() ? TuningDb::default_dir() : policy.db_dir;
@@ -122,13 +115,7 @@ Choice choose_adaptive(const Policy& policy, const ops::Operator& op, const ops:
       counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + s;
     return {dflt, "default", why + "tuning found no correct candidate (" + counts + ")"};
   }
-  DbEntry e;
-  e.key = key;
-  e.config = r.best;
-  e.ms_median = r.best_measurement.median_ms();
-  e.default_ms_median = default_ms(r, dflt);
-  e.source = "adaptive";
-  e.extra = {{"wall_s", r.wall_s}, {"status_counts", r.status_counts()}};
+  const DbEntry e = winner_entry(key, r, dflt, "adaptive");
   db.put(e);
   std::ostringstream reason;
   reason << why << "tuned " << space.kept.size() << " candidates (" << space.pruned.size()
@@ -138,6 +125,18 @@ Choice choose_adaptive(const Policy& policy, const ops::Operator& op, const ops:
 }
 
 } // namespace
+
+DbEntry winner_entry(const TuneKey& key, const TuneResult& r, const ops::Config& dflt,
+                     const std::string& source) {
+  DbEntry e;
+  e.key = key;
+  e.config = r.best;
+  e.ms_median = r.best_measurement.median_ms();
+  e.default_ms_median = full_median_ms(r, dflt);
+  e.source = source;
+  e.extra = {{"wall_s", r.wall_s}, {"status_counts", r.status_counts()}};
+  return e;
+}
 
 const char* policy_name(PolicyKind k) {
   return k == PolicyKind::pinned ? "pinned" : "adaptive";

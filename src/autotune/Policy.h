@@ -12,6 +12,7 @@
 #include "autotune/Hooks.h"
 #include "autotune/TuneKey.h"
 #include "autotune/Tuner.h"
+#include "autotune/TuningDb.h"
 
 namespace tp::autotune {
 
@@ -34,6 +35,11 @@ public:
 private:
   std::map<std::string, std::pair<TuneKey, ops::Config>> entries_; // by canonical key
 };
+
+/// The tuning-database entry for a search that found a winner: its config and median, the
+/// median of `dflt` on the same run (-1 when not measured), who wrote it, wall time and counts.
+DbEntry winner_entry(const TuneKey& key, const TuneResult& r, const ops::Config& dflt,
+                     const std::string& source);
 
 struct Policy {
   PolicyKind kind = PolicyKind::pinned;

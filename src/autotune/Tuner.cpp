@@ -260,6 +260,12 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
   return r;
 }
 
+double full_median_ms(const TuneResult& r, const ops::Config& config) {
+  for (const CandidateLog& c : r.log)
+    if (is_default_config(c.config, config) && c.median_ms >= 0) return c.median_ms;
+  return -1;
+}
+
 nlohmann::json to_json(const CandidateLog& c) {
   nlohmann::json j;
   j["config"] = c.config;

@@ -71,6 +71,11 @@ struct TuneResult {
 /// captures must outlive it too: capture shared state by shared_ptr.
 TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOptions& options = {});
 
+/// The full-measurement median (ms) of the logged candidate that is `config` (knobs left at their
+/// defaults compare equal, see is_default_config); -1 when it was not fully measured (pruned,
+/// failed, early-stopped or skipped).
+double full_median_ms(const TuneResult& r, const ops::Config& config);
+
 nlohmann::json to_json(const CandidateLog& c);
 nlohmann::json to_json(const TuneResult& r);
 

@@ -61,6 +61,17 @@ TEST(Tuner, FastestCorrectCandidateWins) {
     EXPECT_GE(c.compile_s, 0);
 }
 
+TEST(Tuner, FullMedianOfAConfigIsItsFullMeasurementOnly) {
+  // bm=16 first (1 ms), bm=32 early-stopped (4 ms > 1.5 x 1 ms), bm=48 measured (1.2 ms).
+  auto fb = backend({{16, {.ms = 1}}, {32, {.ms = 4}}, {48, {.ms = 1.2}}});
+  TuneResult r = tune(space_of(3), fake_hooks(fb), quiet());
+  EXPECT_DOUBLE_EQ(full_median_ms(r, {{"bm", 16}}), 1.0);
+  EXPECT_DOUBLE_EQ(full_median_ms(r, {{"bm", 48}}), 1.2);
+  EXPECT_EQ(log_of(r, 32).status, CandidateStatus::early_stopped);
+  EXPECT_EQ(full_median_ms(r, {{"bm", 32}}), -1);
+  EXPECT_EQ(full_median_ms(r, {{"bm", 64}}), -1); // not in the space
+}
+
 TEST(Tuner, IncorrectCandidateNeverWinsHoweverFast) {
   auto fb = backend({{16, {.ms = 3}}, {32, {.ms = 0.1, .wrong = true}}, {48, {.ms = 2}}});
   TuneResult r = tune(space_of(3), fake_hooks(fb), quiet());

@@ -152,13 +152,14 @@ void run_tune(const Args& a, int* rc) {
   j["result"] = to_json(r);
   if (!a.json) print_result(r);
   if (!r.found) return finish("no_candidate", "no candidate was correct and measured", 1);
-  const double dflt_ms = default_ms_in_log(r, op.default_config(p, arch));
+  const ops::Config dflt = op.default_config(p, arch);
+  const double dflt_ms = full_median_ms(r, dflt);
   const double best_ms = r.best_measurement.median_ms();
   j["best"] = {{"config", r.best},
                {"ms_median", best_ms},
                {"default_ms_median", dflt_ms},
                {"tflops", op.flops(p) / (best_ms * 1e-3) / 1e12}};
-  if (!a.no_store) j["stored"] = store_winner(p, *dev, r, dflt_ms, "tilepilot tune");
+  if (!a.no_store) j["stored"] = store_winner(p, *dev, r, dflt, "tilepilot tune");
   if (!a.json) {
     std::cout << "best " << ops::config_str(r.best) << ": " << best_ms << " ms";
     if (dflt_ms > 0) std::cout << " (default " << dflt_ms << " ms, x" << dflt_ms / best_ms << ")";

@@ -77,11 +77,10 @@ nlohmann::json tune_shape(const TuneSpecArgs& a, const ops::Operator& op, const 
   for (const CandidateLog& c : r.log)
     if (c.status != CandidateStatus::pruned) j["search"]["candidates"].push_back(to_json(c));
   if (r.found) {
-    const double dflt_ms = default_ms_in_log(r, baseline);
     j["best_config"] = r.best;
     j["search"]["best_ms"] = r.best_measurement.median_ms();
-    j["search"]["default_ms"] = dflt_ms;
-    if (!a.no_store) j["stored"] = store_winner(p, dev, r, dflt_ms, "tilepilot tune --spec");
+    j["search"]["default_ms"] = full_median_ms(r, baseline);
+    if (!a.no_store) j["stored"] = store_winner(p, dev, r, baseline, "tilepilot tune --spec");
   }
   if (t.outcome == ShapeTuning::Outcome::compare_failed) j["error"] = t.error;
   if (t.outcome == ShapeTuning::Outcome::baseline_best ||
