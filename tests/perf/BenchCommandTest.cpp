@@ -2,6 +2,8 @@
 // a GPU the command says "bench needs a GPU (<reason>)" and exits 2, in text and in JSON.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "RunCli.h"
@@ -47,4 +49,49 @@ TEST(BenchCommand, WithoutAGpuSaysSoAndExits2) {
   EXPECT_EQ(o["op"], "attention");
   EXPECT_EQ(o["reason"].get<std::string>().rfind("not run: bench needs a GPU (", 0), 0u) << o;
   EXPECT_FALSE(o.contains("ms_median")) << "no number that was not measured";
+}
+
+// The config policy's input is checked before the GPU is looked for, so these hold everywhere.
+TEST(BenchCommand, PolicyInputNamesTheFix) {
+  const std::string shape = "bench gemm --shape M=64,N=64,K=64 ";
+  expect_says(run(shape + "--policy fastest"), "--policy 'fastest' is unknown; use pinned or adaptive");
+  expect_says(run(shape + "--policy pinned"), "--policy pinned needs --pinned FILE");
+  expect_says(run(shape + "--policy adaptive --config bm=64"), "give one");
+  expect_says(run(shape + "--pinned x.json"), "--pinned goes with --policy pinned");
+  expect_says(run(shape + "--policy adaptive --budget-seconds 0"), "must be > 0");
+  const auto bad = std::filesystem::temp_directory_path() / "tilepilot-bench-bad-pinned.json";
+  std::ofstream(bad) << "{\"format\": 1, \"entries\": [{\"key\": {}}]}";
+  CliResult r = run(shape + "--policy pinned --pinned " + bad.string());
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find(bad.string()), std::string::npos) << "names the file: " << r.out;
+}
+
+// On the H200: the pinned table tune --spec wrote there (run s13) chooses the decode shape's
+// config; adaptive tunes on the first call and reads the database on the second.
+TEST(GpuBenchCommand, PoliciesChooseTheConfigAndSaySo) {
+  if (tp::rt::device_count() == 0) GTEST_SKIP() << "no GPU";
+  const std::string table = std::string(TILEPILOT_SOURCE_DIR) +
+                            "/docs/bench/2026-11-30-s13-pinned-gemm.json";
+  CliResult p = run("bench gemm --shape M=1,N=4096,K=4096,layout=nt --runs 5 --warmup 1 --json "
+                    "--policy pinned --pinned " + table);
+  ASSERT_EQ(p.rc, 0) << p.out;
+  nlohmann::json pj = nlohmann::json::parse(p.out);
+  EXPECT_EQ(pj["config_choice"]["source"], "pinned") << pj["config_choice"];
+  EXPECT_NE(pj["config"].get<std::string>().find("bm=64,"), std::string::npos) << pj["config"];
+  const auto db = std::filesystem::temp_directory_path() / "tilepilot-bench-adaptive-db";
+  std::filesystem::remove_all(db);
+  const std::string adaptive = "TILEPILOT_TUNE_DB=" + db.string() + " " + TILEPILOT_CLI +
+                               " bench gemm --shape M=7,N=640,K=512,layout=nt --runs 5 "
+                               "--warmup 1 --json --policy adaptive --budget-seconds 8 2>&1";
+  for (const char* expected : {"tuned", "db"}) {
+    FILE* f = ::popen(adaptive.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      out.append(buf, n);
+    ASSERT_EQ(::pclose(f), 0) << out;
+    nlohmann::json j = nlohmann::json::parse(out.substr(out.find('{')));
+    EXPECT_EQ(j["config_choice"]["source"], expected) << j["config_choice"];
+  }
 }

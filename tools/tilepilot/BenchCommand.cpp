@@ -1,6 +1,10 @@
-// `tilepilot bench OP --shape k=v,... [--dtype] [--config] [--runs N] [--warmup N] [--seed N]
-//  [--backend cuda] [--vs reference] [--json]`
+// `tilepilot bench OP --shape k=v,... [--dtype] [--config | --policy pinned --pinned FILE |
+//  --policy adaptive [--budget-seconds N]] [--runs N] [--warmup N] [--seed N] [--backend cuda]
+//  [--vs reference] [--json]`
 //
+// The config is --config, else the one the policy chooses (autotune/Policy.h: a pinned table, or
+// the tuning database with a search on a miss), else the operator's default; the output says
+// which and why.
 // Ours and the framework reference (cuBLASLt; cuDNN, else the unfused GPU reference, said so)
 // timed side by side in this process on the same inputs, L2 flushed before every timed run,
 // median and IQR of each and their ratio; ours is checked against the fp64 reference first and
@@ -10,6 +14,7 @@
 
 #include "CliSupport.h"
 #include "Commands.h"
+#include "autotune/Policy.h"
 #include "perf/SideBySide.h"
 #include "perf/SideBySideReport.h"
 #include "runtime/Driver.h"
@@ -21,6 +26,8 @@ namespace {
 
 struct Args {
   std::string op, shape, dtype = "bf16", config, backend = "cuda", vs = "reference";
+  std::string policy, pinned;
+  double budget = 60;
   int runs = 50, warmup = 10;
   uint64_t seed = 3;
   bool json = false;
@@ -39,6 +46,30 @@ void run_bench(const Args& a, int* rc) {
                  << "' is unknown; ours is compared with the framework reference (--vs reference)";
   if (a.runs < 1) user_error() << "bench: --runs " << a.runs << " must be at least 1";
   if (a.warmup < 0) user_error() << "bench: --warmup " << a.warmup << " must not be negative";
+  // The policy is checked here too, and a pinned table loaded: a bad one is wrong everywhere.
+  std::optional<autotune::Policy> policy;
+  if (!a.policy.empty()) {
+    if (!a.config.empty())
+      user_error() << "bench: --config and --policy both choose the config; give one";
+    policy.emplace();
+    if (a.policy == "pinned") {
+      if (a.pinned.empty())
+        user_error() << "bench: --policy pinned needs --pinned FILE (a pinned table, e.g. from "
+                        "`tilepilot tune --spec ... --pinned-out FILE`)";
+      policy->kind = autotune::PolicyKind::pinned;
+      policy->pinned = autotune::PinnedTable::load(a.pinned);
+    } else if (a.policy == "adaptive") {
+      if (!(a.budget > 0))
+        user_error() << "bench: --budget-seconds " << a.budget << " must be > 0";
+      policy->kind = autotune::PolicyKind::adaptive;
+      policy->tune.budget_seconds = a.budget;
+      policy->tune.progress = autotune::TuneOptions::Progress::off;
+    } else {
+      user_error() << "bench: --policy '" << a.policy << "' is unknown; use pinned or adaptive";
+    }
+  }
+  if (!a.pinned.empty() && a.policy != "pinned")
+    user_error() << "bench: --pinned goes with --policy pinned";
   if (!a.config.empty()) op.validate(p, ops::parse_config(a.config));
 
   std::string why;
@@ -61,14 +92,27 @@ void run_bench(const Args& a, int* rc) {
     return;
   }
   ops::Config c = a.config.empty() ? op.default_config(p, dev->arch) : ops::parse_config(a.config);
+  std::optional<autotune::Choice> choice;
+  if (policy) {
+    choice = autotune::choose_config(*policy, op, p, *dev);
+    c = choice->config;
+    if (!a.json)
+      std::cout << "config " << ops::config_str(c) << " (" << autotune::policy_name(policy->kind)
+                << " policy, " << choice->source << ": " << choice->reason << ")\n";
+  }
   perf::SideBySideOptions o;
   o.timing.runs = a.runs;
   o.timing.warmup = a.warmup;
   o.seed = a.seed;
   perf::SideBySide s = perf::time_side_by_side(op, p, c, o);
-  if (a.json)
-    std::cout << perf::to_json(s, p, o.timing).dump(2) << "\n";
-  else
+  if (a.json) {
+    nlohmann::json j = perf::to_json(s, p, o.timing);
+    if (choice)
+      j["config_choice"] = {{"policy", autotune::policy_name(policy->kind)},
+                            {"source", choice->source},
+                            {"reason", choice->reason}};
+    std::cout << j.dump(2) << "\n";
+  } else
     std::cout << perf::to_text(s, p, o.timing);
   *rc = s.ours ? 0 : 1;
 }
@@ -82,6 +126,12 @@ void add_bench_command(CLI::App& app, int* rc) {
   cmd->add_option("--shape", a->shape, "problem, e.g. M=4096,N=4096,K=4096")->required();
   cmd->add_option("--dtype", a->dtype, "bf16 | f16 (the vendor references run these)");
   cmd->add_option("--config", a->config, "knobs (default: the operator's for the GPU)");
+  cmd->add_option("--policy", a->policy,
+                  "choose the config by policy: pinned (a table, --pinned) or adaptive (the "
+                  "tuning database; a search on a miss, stored for next time)");
+  cmd->add_option("--pinned", a->pinned, "pinned table for --policy pinned (JSON file or folder)");
+  cmd->add_option("--budget-seconds", a->budget,
+                  "--policy adaptive: search budget on a database miss (default 60)");
   cmd->add_option("--runs", a->runs, "timed runs per side (default 50)");
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 10)");
   cmd->add_option("--seed", a->seed, "input seed");
