@@ -246,8 +246,7 @@ Candidate estimate(const ops::Operator& op, const ops::Problem& p, const TargetL
   // D=256's 128x64 default, which fits, would go).
   const int64_t block_threads = threads + (hopper && tma_rows(p) ? 128 : 0);
   const int64_t share = std::min<int64_t>(kMaxRegs, 65536 / block_threads / 8 * 8);
-  const int64_t live =
-      name == "gemm" ? cand.acc_regs : ceil_div(bm * p.at("D") + bm * bn, threads);
+  const int64_t live = name == "gemm" ? cand.acc_regs : ceil_div(bm * p.at("D") + bm * bn, threads);
   if (live > share) {
     std::ostringstream why;
     why << "accumulator needs " << live << " registers per thread > " << share

@@ -6,10 +6,14 @@ namespace tp::autotune {
 
 const char* outcome_name(ShapeTuning::Outcome o) {
   switch (o) {
-  case ShapeTuning::Outcome::no_candidate: return "no_candidate";
-  case ShapeTuning::Outcome::baseline_best: return "default_best";
-  case ShapeTuning::Outcome::compared: return "compared";
-  case ShapeTuning::Outcome::compare_failed: return "compare_failed";
+  case ShapeTuning::Outcome::no_candidate:
+    return "no_candidate";
+  case ShapeTuning::Outcome::baseline_best:
+    return "default_best";
+  case ShapeTuning::Outcome::compared:
+    return "compared";
+  case ShapeTuning::Outcome::compare_failed:
+    return "compare_failed";
   }
   return "?";
 }

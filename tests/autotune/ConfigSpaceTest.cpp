@@ -140,8 +140,7 @@ TEST(ConfigSpace, AccumulatorOverTheBlocksRegisterShareIsPruned) {
             std::string::npos)
       << r.reason;
   ops::Config dflt = att.default_config(attention_problem(256), "sm_90a");
-  EXPECT_EQ(estimate(att, attention_problem(256), h, dflt).category, "")
-      << ops::config_str(dflt);
+  EXPECT_EQ(estimate(att, attention_problem(256), h, dflt).category, "") << ops::config_str(dflt);
   // A GEMM of 384 threads with 144 accumulator registers: over the 128 of a TMA block (512
   // threads), within the 168 of a block without TMA (rows of K=7 bf16 are not 16-byte multiples,
   // so there is no producer warpgroup).

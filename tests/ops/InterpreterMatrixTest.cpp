@@ -32,8 +32,10 @@ std::vector<Case> gemm_cases() {
       for (std::string mnk : {"M=1,N=45,K=133", "M=7,N=64,K=64", "M=129,N=17,K=300"})
         out.push_back({"gemm", mnk + ",layout=" + layout, t, ""});
   // Tiles that do not divide anything, and a deeper pipeline.
-  out.push_back({"gemm", "M=100,N=90,K=70,layout=nn", DType::bf16, "bm=32,bn=48,bk=16,stages=3,threads=64"});
-  out.push_back({"gemm", "M=65,N=130,K=33,layout=tn", DType::f16, "bm=64,bn=128,bk=32,stages=4,threads=128"});
+  out.push_back(
+      {"gemm", "M=100,N=90,K=70,layout=nn", DType::bf16, "bm=32,bn=48,bk=16,stages=3,threads=64"});
+  out.push_back(
+      {"gemm", "M=65,N=130,K=33,layout=tn", DType::f16, "bm=64,bn=128,bk=32,stages=4,threads=128"});
   return out;
 }
 
@@ -51,7 +53,8 @@ std::vector<Case> attention_cases() {
     out.push_back({"attention", "B=3,H=2,S=50,Skv=90,D=64,lens=90:1:37", t, ""});
     out.push_back({"attention", "B=3,H=2,S=50,Skv=90,D=64,causal=1,lens=90:0:37,lse=1", t, ""});
     out.push_back({"attention", "B=1,H=1,S=70,D=256,lse=1", t, ""});
-    out.push_back({"attention", "B=1,H=2,S=65,D=128,causal=1", t, "bm=32,bn=16,stages=2,threads=128"});
+    out.push_back(
+        {"attention", "B=1,H=2,S=65,D=128,causal=1", t, "bm=32,bn=16,stages=2,threads=128"});
   }
   return out;
 }
@@ -103,16 +106,19 @@ TEST(InterpreterMatrixNegative, WrongLayoutIsCaught) {
   Problem wrong = p;
   wrong.options["layout"] = "nt";
   Kernel k = op.build(wrong, op.default_config(p, "cpu"));
-  CheckResult bad = check_with(op, p, o, [&](const Kernel&, std::vector<HostTensor>& args,
-                                              const std::vector<std::array<int64_t, 3>>& blocks) {
-    // B is [K, N] = [50, 40] but the nt kernel expects [N, K]; reshape the view to [40, 50].
-    HostTensor b2(DType::bf16, {40, 50});
-    for (int64_t i = 0; i < b2.numel(); ++i) b2.set(i, args[1].get(i));
-    std::vector<HostTensor*> ptrs = {&args[0], &b2, &args[2]};
-    cpu::InterpretOptions io;
-    io.blocks = blocks;
-    cpu::interpret(k, ptrs, io);
-  });
+  CheckResult bad = check_with(op, p, o,
+                               [&](const Kernel&, std::vector<HostTensor>& args,
+                                   const std::vector<std::array<int64_t, 3>>& blocks) {
+                                 // B is [K, N] = [50, 40] but the nt kernel expects [N, K]; reshape
+                                 // the view to [40, 50].
+                                 HostTensor b2(DType::bf16, {40, 50});
+                                 for (int64_t i = 0; i < b2.numel(); ++i)
+                                   b2.set(i, args[1].get(i));
+                                 std::vector<HostTensor*> ptrs = {&args[0], &b2, &args[2]};
+                                 cpu::InterpretOptions io;
+                                 io.blocks = blocks;
+                                 cpu::interpret(k, ptrs, io);
+                               });
   EXPECT_FALSE(bad.passed);
   EXPECT_GT(bad.bad, 0);
   EXPECT_FALSE(bad.first_bad.empty());
@@ -121,8 +127,9 @@ TEST(InterpreterMatrixNegative, WrongLayoutIsCaught) {
 TEST(InterpreterMatrixNegative, UnwrittenOutputIsCaught) {
   const Operator& op = find_operator("gemm");
   Problem p = op.parse(parse_kv("M=64,N=64,K=16", "shape"), DType::bf16);
-  CheckResult r = check_with(op, p, {}, [](const Kernel&, std::vector<HostTensor>&,
-                                           const std::vector<std::array<int64_t, 3>>&) {});
+  CheckResult r = check_with(
+      op, p, {},
+      [](const Kernel&, std::vector<HostTensor>&, const std::vector<std::array<int64_t, 3>>&) {});
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.nonfinite, r.checked) << "poisoned outputs must stay NaN and fail";
 }

@@ -54,7 +54,8 @@ TEST(BenchCommand, WithoutAGpuSaysSoAndExits2) {
 // The config policy's input is checked before the GPU is looked for, so these hold everywhere.
 TEST(BenchCommand, PolicyInputNamesTheFix) {
   const std::string shape = "bench gemm --shape M=64,N=64,K=64 ";
-  expect_says(run(shape + "--policy fastest"), "--policy 'fastest' is unknown; use pinned or adaptive");
+  expect_says(run(shape + "--policy fastest"),
+              "--policy 'fastest' is unknown; use pinned or adaptive");
   expect_says(run(shape + "--policy pinned"), "--policy pinned needs --pinned FILE");
   expect_says(run(shape + "--policy adaptive --config bm=64"), "give one");
   expect_says(run(shape + "--pinned x.json"), "--pinned goes with --policy pinned");
@@ -70,10 +71,11 @@ TEST(BenchCommand, PolicyInputNamesTheFix) {
 // config; adaptive tunes on the first call and reads the database on the second.
 TEST(GpuBenchCommand, PoliciesChooseTheConfigAndSaySo) {
   if (tp::rt::device_count() == 0) GTEST_SKIP() << "no GPU";
-  const std::string table = std::string(TILEPILOT_SOURCE_DIR) +
-                            "/docs/bench/2026-11-30-s13-pinned-gemm.json";
+  const std::string table =
+      std::string(TILEPILOT_SOURCE_DIR) + "/docs/bench/2026-11-30-s13-pinned-gemm.json";
   CliResult p = run("bench gemm --shape M=1,N=4096,K=4096,layout=nt --runs 5 --warmup 1 --json "
-                    "--policy pinned --pinned " + table);
+                    "--policy pinned --pinned " +
+                    table);
   ASSERT_EQ(p.rc, 0) << p.out;
   nlohmann::json pj = nlohmann::json::parse(p.out);
   EXPECT_EQ(pj["config_choice"]["source"], "pinned") << pj["config_choice"];

@@ -59,8 +59,7 @@ void run_bench(const Args& a, int* rc) {
       policy->kind = autotune::PolicyKind::pinned;
       policy->pinned = autotune::PinnedTable::load(a.pinned);
     } else if (a.policy == "adaptive") {
-      if (!(a.budget > 0))
-        user_error() << "bench: --budget-seconds " << a.budget << " must be > 0";
+      if (!(a.budget > 0)) user_error() << "bench: --budget-seconds " << a.budget << " must be > 0";
       policy->kind = autotune::PolicyKind::adaptive;
       policy->tune.budget_seconds = a.budget;
       policy->tune.progress = autotune::TuneOptions::Progress::off;

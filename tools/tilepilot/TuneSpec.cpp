@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "TuneShared.h"
-#include "autotune/ShapeTuning.h"
 #include "autotune/Policy.h"
+#include "autotune/ShapeTuning.h"
 #include "pilot/Spec.h"
 #include "tilepilot/error.h"
 
@@ -172,8 +172,8 @@ void run_tune_spec(const TuneSpecArgs& a, int* rc) {
   bool all_ok = true;
   double w_default = 0, w_tuned = 0, w_sum = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const std::string label = "[" + std::to_string(i + 1) + "/" +
-                              std::to_string(shapes.size()) + "] " + shapes[i].label;
+    const std::string label =
+        "[" + std::to_string(i + 1) + "/" + std::to_string(shapes.size()) + "] " + shapes[i].label;
     nlohmann::json s = tune_shape(a, op, shapes[i], spec, *dev, label, pinned);
     const std::string st = s["status"];
     all_ok = all_ok && (st == "compared" || st == "default_best");
@@ -203,9 +203,9 @@ void run_tune_spec(const TuneSpecArgs& a, int* rc) {
   } else {
     std::cout << "total " << fmt("%.1f", j["wall_s"]) << " s";
     if (w_sum > 0)
-      std::cout << "; representative shapes, weighted: default "
-                << fmt("%.4f", w_default / w_sum) << " ms, tuned " << fmt("%.4f", w_tuned / w_sum)
-                << " ms, x" << fmt("%.3f", w_default / w_tuned);
+      std::cout << "; representative shapes, weighted: default " << fmt("%.4f", w_default / w_sum)
+                << " ms, tuned " << fmt("%.4f", w_tuned / w_sum) << " ms, x"
+                << fmt("%.3f", w_default / w_tuned);
     std::cout << "\n"
               << pinned.size() << " winner(s) at least " << fmt("%.0f", a.min_gain * 100)
               << " % faster than the default"
