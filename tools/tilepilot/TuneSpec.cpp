@@ -43,6 +43,14 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
+// The pruned space of one shape: the operator's knobs for the spec's arch, narrowed by --space.
+ConfigSpace space_for(const TuneSpecArgs& a, const ops::Operator& op, const ops::Problem& p,
+                      const std::string& arch, const TargetLimits& limits) {
+  std::vector<ops::Knob> knobs = knob_space(op, arch);
+  if (!a.space.empty()) knobs = restrict_space(knobs, a.space);
+  return enumerate(op, p, limits, knobs);
+}
+
 // Tunes one shape and, when the winner is not the baseline, times the two side by side.
 nlohmann::json tune_shape(const TuneSpecArgs& a, const ops::Operator& op, const Shape& sh,
                           const pilot::PilotSpec& spec, const rt::DeviceInfo& dev,
@@ -55,9 +63,7 @@ nlohmann::json tune_shape(const TuneSpecArgs& a, const ops::Operator& op, const 
                       {"representative", sh.entry->representative},
                       {"weight", sh.entry->weight},
                       {"default_config", baseline}};
-  std::vector<ops::Knob> knobs = knob_space(op, spec.device);
-  if (!a.space.empty()) knobs = restrict_space(knobs, a.space);
-  ConfigSpace space = enumerate(op, p, TargetLimits::for_device(dev), knobs);
+  ConfigSpace space = space_for(a, op, p, spec.device, TargetLimits::for_device(dev));
   j["space"] = {{"total", space.total()}, {"kept", space.kept.size()}};
   std::optional<TuneHooks> hooks = default_hooks(op, p, spec.device);
   if (!hooks || !hooks->measure)
@@ -139,9 +145,7 @@ void run_tune_spec(const TuneSpecArgs& a, int* rc) {
         on_device ? TargetLimits::for_device(*dev) : TargetLimits::for_arch(spec.device);
     j["shapes"] = nlohmann::json::array();
     for (const Shape& sh : shapes) {
-      std::vector<ops::Knob> knobs = knob_space(op, spec.device);
-      if (!a.space.empty()) knobs = restrict_space(knobs, a.space);
-      ConfigSpace space = enumerate(op, sh.problem, limits, knobs);
+      ConfigSpace space = space_for(a, op, sh.problem, spec.device, limits);
       j["shapes"].push_back({{"label", sh.label},
                              {"shape", sh.problem.shape_str()},
                              {"space", {{"total", space.total()}, {"kept", space.kept.size()}}}});
