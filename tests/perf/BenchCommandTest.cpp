@@ -82,18 +82,13 @@ TEST(GpuBenchCommand, PoliciesChooseTheConfigAndSaySo) {
   EXPECT_NE(pj["config"].get<std::string>().find("bm=64,"), std::string::npos) << pj["config"];
   const auto db = std::filesystem::temp_directory_path() / "tilepilot-bench-adaptive-db";
   std::filesystem::remove_all(db);
-  const std::string adaptive = "TILEPILOT_TUNE_DB=" + db.string() + " " + TILEPILOT_CLI +
-                               " bench gemm --shape M=7,N=640,K=512,layout=nt --runs 5 "
-                               "--warmup 1 --json --policy adaptive --budget-seconds 8 2>&1";
+  const std::string env = "TILEPILOT_TUNE_DB=" + db.string();
+  const std::string adaptive = "bench gemm --shape M=7,N=640,K=512,layout=nt --runs 5 --warmup 1 "
+                               "--json --policy adaptive --budget-seconds 8";
   for (const char* expected : {"tuned", "db"}) {
-    FILE* f = ::popen(adaptive.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string out;
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
-      out.append(buf, n);
-    ASSERT_EQ(::pclose(f), 0) << out;
-    nlohmann::json j = nlohmann::json::parse(out.substr(out.find('{')));
+    CliResult r = tp::testing::run_cli(adaptive, env);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
     EXPECT_EQ(j["config_choice"]["source"], expected) << j["config_choice"];
   }
 }

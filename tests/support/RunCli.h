@@ -13,10 +13,10 @@ struct CliResult {
   std::string out; // stdout and stderr together
 };
 
-/// `args` already shell-quoted where needed.
-inline CliResult run_cli(const std::string& args) {
+/// `args` already shell-quoted where needed; `env`, if any, is prefixed as "NAME=value ...".
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   CliResult r;
-  std::string cmd = std::string(TILEPILOT_CLI) + " " + args + " 2>&1";
+  std::string cmd = (env.empty() ? "" : env + " ") + TILEPILOT_CLI + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
