@@ -1,0 +1,153 @@
+// Lesson 10: batched GEMM, C[b] = A[b] B[b] for b < batch, with A [batch, M, K], B [batch, K, N],
+// C [batch, M, N] in bf16. The batch is the grid's third dimension; a tile of a rank-3 tensor
+// with extent 1 in the batch dimension copies into a 2-D shared tile (unit dimensions drop out,
+// in order), so the body is lesson 7's.
+// Teaches: rank-3 tensors, tiles that drop a unit dimension, the grid as the batch loop.
+// Run: build/example_10_batched_gemm         CPU interpreter, 3 x 77 x 45 x 133
+//      build/example_10_batched_gemm --gpu   H200: 16 x 1024^3, sampled check, TFLOP/s
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tilepilot/tilepilot.h>
+
+using namespace tp;
+
+namespace {
+
+struct GemmConfig {
+  int64_t bm, bn, bk;
+  int stages, threads;
+};
+
+Kernel batched_gemm(const GemmConfig& c) {
+  Dim Bt("batch"), M("M"), N("N"), K("K");
+  Tensor A("A", {Bt, M, K}, bf16), B("B", {Bt, K, N}, bf16), C("C", {Bt, M, N}, bf16);
+  return kernel("batched_gemm", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm), Bt),
+                threads(c.threads), [&](Var bx, Var by, Var b) {
+                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+                  Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+                  clear(acc);
+                  pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+                    copy(A.tile(b, by * c.bm, k * c.bk), As); // box [1, bm, bk] -> tile [bm, bk]
+                    copy(B.tile(b, k * c.bk, bx * c.bn), Bs);
+                    gemm(As, Bs, acc);
+                  });
+                  copy(acc, C.tile(b, by * c.bm, bx * c.bn));
+                });
+}
+
+// |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.
+bool check(const char* what, const HostTensor& got,
+           const std::vector<std::pair<int64_t, double>>& want, double atol, double rtol) {
+  double max_err = 0, bad_got = 0, bad_want = 0;
+  int64_t bad = 0, bad_at = -1;
+  for (const auto& [i, w] : want) {
+    double g = got.get(i), err = std::fabs(g - w);
+    if (!(err <= atol + rtol * std::fabs(w)) && bad++ == 0) bad_at = i, bad_got = g, bad_want = w;
+    if (err > max_err) max_err = err;
+  }
+  std::printf("%s: %zu elements checked (atol %g, rtol %g), max error %.3g: ", what, want.size(),
+              atol, rtol, max_err);
+  if (bad == 0)
+    std::printf("pass\n");
+  else
+    std::printf("FAIL, %lld wrong, the first at flat index %lld: %g, want %g\n", (long long)bad,
+                (long long)bad_at, bad_got, bad_want);
+  return bad == 0;
+}
+
+// Napkin math of a memory-bound kernel: bytes read once and written once, against the
+// device-to-device copy bandwidth measured in this run.
+void report_bytes(const TimeResult& t, double bytes) {
+  double tbs = bytes / (t.median_ms * 1e-3) / 1e12, copy_tbs = measure_copy_bandwidth() / 1e3;
+  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.0f MB moved, %.2f TB/s = %.0f %% of "
+              "the %.2f TB/s device-to-device copy\n",
+              t.median_ms, t.samples_ms.size(), bytes / 1e6, tbs, 100 * tbs / copy_tbs, copy_tbs);
+}
+
+// Napkin math of a compute-bound kernel, against the H200's stated bf16 dense peak.
+void report_flops(const TimeResult& t, double flops) {
+  const double peak = 989; // TFLOP/s, H200 SXM bf16 dense tensor cores
+  double tf = flops / (t.median_ms * 1e-3) / 1e12;
+  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.1f GFLOP, %.0f TFLOP/s = %.0f %% of "
+              "the %.0f TFLOP/s bf16 peak\n",
+              t.median_ms, t.samples_ms.size(), flops / 1e9, tf, 100 * tf / peak, peak);
+}
+
+std::vector<std::pair<int64_t, double>> reference(const HostTensor& a, const HostTensor& b,
+                                                  const std::vector<int64_t>& at) {
+  const int64_t M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
+  std::vector<std::pair<int64_t, double>> want;
+  for (int64_t i : at) {
+    int64_t g = i / (M * N), m = i / N % M, n = i % N;
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k)
+      s += a.get((g * M + m) * K + k) * b.get((g * K + k) * N + n);
+    want.emplace_back(i, s);
+  }
+  return want;
+}
+
+// C rounds once to bf16 (2^-8 relative); f32 accumulation of K products adds ~K 2^-24.
+constexpr double kAtol = 2e-3, kRtol = 1.0 / 128;
+
+bool run_cpu() {
+  const int64_t G = 3, M = 77, N = 45, K = 133;
+  HostTensor a(bf16, {G, M, K}), b(bf16, {G, K, N}), c(bf16, {G, M, N});
+  a.fill_random(1);
+  b.fill_random(2);
+  c.poison();
+  interpret(batched_gemm({64, 64, 32, 2, 128}), {a, b, c});
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < G * M * N; ++i)
+    all.push_back(i);
+  return check("CPU 3 x 77 x 45 x 133", c, reference(a, b, all), kAtol, kRtol);
+}
+
+bool run_gpu() {
+  const int64_t G = 16, M = 1024, N = 1024, K = 1024;
+  CompiledKernel ck = compile(batched_gemm({128, 256, 64, 4, 256}));
+  HostTensor a(bf16, {G, M, K}), b(bf16, {G, K, N});
+  a.fill_random(1);
+  b.fill_random(2);
+  DeviceArray da = DeviceArray::from(a), db = DeviceArray::from(b), dc(bf16, {G, M, N});
+  dc.fill_bytes(0xff);
+  std::vector<Arg> args = {da, db, dc};
+  ck.launch(args);
+  synchronize();
+  std::vector<int64_t> sample = {0, G * M * N - 1};
+  for (int64_t s = 0; s < 254; ++s)
+    sample.push_back((s * 2654435761LL) % (G * M * N));
+  bool ok =
+      check("GPU 16 x 1024^3 (256 samples)", dc.to_host(), reference(a, b, sample), kAtol, kRtol);
+  report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * G * M * N * K);
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--gpu") {
+      std::fprintf(stderr, "usage: %s [--gpu]\n", argv[0]);
+      return 2;
+    }
+    gpu = true;
+  }
+  try {
+    std::string why;
+    if (gpu && !gpu_available(&why)) {
+      std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
+                   why.c_str());
+      return 2;
+    }
+    return (gpu ? run_gpu() : run_cpu()) ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+}
