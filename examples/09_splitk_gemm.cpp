@@ -6,6 +6,7 @@
 // Teaches: a 3-D grid, a block-dependent loop range, element atomic_add guarded at the edges.
 // Run: build/example_09_splitk_gemm         CPU interpreter, 77 x 45 x 333, 3 splits
 //      build/example_09_splitk_gemm --gpu   H200: 1024 x 1024 x 16384, 4 splits, TFLOP/s
+//      build/example_09_splitk_gemm --compile  no GPU: NVRTC for sm_90a, ptxas resources
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -131,10 +132,15 @@ bool run_cpu() {
   return check("CPU 77 x 45 x 333, 3 splits", c, reference(a, b, all), kAtol, kRtol);
 }
 
+// The kernels --gpu runs, in their GPU config.
+std::vector<Kernel> gpu_kernels() {
+  return {splitk_gemm({128, 256, 64, 4, 256, 4}), zero_fill(32, 128)};
+}
+
 bool run_gpu() {
   const int64_t M = 1024, N = 1024, K = 16384;
-  CompiledKernel ck = compile(splitk_gemm({128, 256, 64, 4, 256, 4}));
-  CompiledKernel zero = compile(zero_fill(32, 128));
+  std::vector<Kernel> ks = gpu_kernels();
+  CompiledKernel ck = compile(ks[0]), zero = compile(ks[1]);
   HostTensor a(bf16, {M, K}), b(bf16, {K, N});
   a.fill_random(1);
   b.fill_random(2);
@@ -162,23 +168,35 @@ bool run_gpu() {
 
 } // namespace
 
+// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
+// GPU, and prints what ptxas reports.
+bool compile_only() {
+  for (const Kernel& k : gpu_kernels()) {
+    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
+    Resources r = ck.resources();
+    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
+                "memory%s\n",
+                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
+                r.wgmma_serialized ? ", wgmma serialized" : "");
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
-  bool gpu = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) != "--gpu") {
-      std::fprintf(stderr, "usage: %s [--gpu]\n", argv[0]);
-      return 2;
-    }
-    gpu = true;
+  std::string mode = argc == 2 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
+    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
+    return 2;
   }
   try {
     std::string why;
-    if (gpu && !gpu_available(&why)) {
+    if (mode == "--gpu" && !gpu_available(&why)) {
       std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
                    why.c_str());
       return 2;
     }
-    return (gpu ? run_gpu() : run_cpu()) ? 0 : 1;
+    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
+    return ok ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

@@ -8,6 +8,7 @@
 // that unrolls at build time. K must be a multiple of `group`, `group` of the K step.
 // Run: build/example_11_int4_gemm         CPU interpreter, 77 x 45 x 160, groups of 32
 //      build/example_11_int4_gemm --gpu   H200: 4096^3, groups of 128, sampled check, TFLOP/s
+//      build/example_11_int4_gemm --compile  no GPU: NVRTC for sm_90a, ptxas resources
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -156,9 +157,16 @@ bool run_cpu() {
   return check("CPU 77 x 45 x 160", c, reference(a, q, N, all), kAtol, kRtol);
 }
 
+constexpr int64_t kGpuGroup = 128;
+
+// The kernels --gpu runs, in their GPU config.
+std::vector<Kernel> gpu_kernels() {
+  return {int4_gemm({128, 256, 64, 3, 256}, kGpuGroup)};
+}
+
 bool run_gpu() {
-  const int64_t M = 4096, N = 4096, K = 4096, group = 128;
-  CompiledKernel ck = compile(int4_gemm({128, 256, 64, 3, 256}, group));
+  const int64_t M = 4096, N = 4096, K = 4096, group = kGpuGroup;
+  CompiledKernel ck = compile(gpu_kernels()[0]);
   HostTensor a(bf16, {M, K});
   a.fill_random(1);
   Int4Weights q = make_weights(K, N, group, 2);
@@ -179,23 +187,35 @@ bool run_gpu() {
 
 } // namespace
 
+// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
+// GPU, and prints what ptxas reports.
+bool compile_only() {
+  for (const Kernel& k : gpu_kernels()) {
+    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
+    Resources r = ck.resources();
+    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
+                "memory%s\n",
+                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
+                r.wgmma_serialized ? ", wgmma serialized" : "");
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
-  bool gpu = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) != "--gpu") {
-      std::fprintf(stderr, "usage: %s [--gpu]\n", argv[0]);
-      return 2;
-    }
-    gpu = true;
+  std::string mode = argc == 2 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
+    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
+    return 2;
   }
   try {
     std::string why;
-    if (gpu && !gpu_available(&why)) {
+    if (mode == "--gpu" && !gpu_available(&why)) {
       std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
                    why.c_str());
       return 2;
     }
-    return (gpu ? run_gpu() : run_cpu()) ? 0 : 1;
+    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
+    return ok ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

@@ -7,6 +7,7 @@
 // Run: build/example_12_conv2d         CPU interpreter, 2 x 9 x 11 x 8 -> 13 filters, 3 x 3,
 //                                      stride 2, pad 1
 //      build/example_12_conv2d --gpu   H200: 128 x 64 x 64 x 128 -> 128, 3 x 3, stride 1, pad 1
+//      build/example_12_conv2d --compile  no GPU: NVRTC for sm_90a, ptxas resources
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -137,10 +138,17 @@ bool run_cpu() {
   return check("CPU 2 x 9 x 11 x 8, 3 x 3 / 2", y, reference(v, x, w, all), kAtol, kRtol);
 }
 
+const Conv kGpuConv{64, 64, 128, 128, 3, 3, 1, 1};
+
+// The kernels --gpu runs, in their GPU config.
+std::vector<Kernel> gpu_kernels() {
+  return {conv2d(kGpuConv, {128, 128, 64, 2, 256})};
+}
+
 bool run_gpu() {
-  const Conv v{64, 64, 128, 128, 3, 3, 1, 1};
+  const Conv& v = kGpuConv;
   const int64_t Nb = 128, P = Nb * v.OH() * v.OW();
-  CompiledKernel ck = compile(conv2d(v, {128, 128, 64, 2, 256}));
+  CompiledKernel ck = compile(gpu_kernels()[0]);
   HostTensor x(bf16, {Nb, v.H, v.W, v.C}), w(bf16, {v.K(), v.F});
   x.fill_random(1);
   w.fill_random(2);
@@ -160,23 +168,35 @@ bool run_gpu() {
 
 } // namespace
 
+// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
+// GPU, and prints what ptxas reports.
+bool compile_only() {
+  for (const Kernel& k : gpu_kernels()) {
+    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
+    Resources r = ck.resources();
+    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
+                "memory%s\n",
+                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
+                r.wgmma_serialized ? ", wgmma serialized" : "");
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
-  bool gpu = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) != "--gpu") {
-      std::fprintf(stderr, "usage: %s [--gpu]\n", argv[0]);
-      return 2;
-    }
-    gpu = true;
+  std::string mode = argc == 2 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
+    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
+    return 2;
   }
   try {
     std::string why;
-    if (gpu && !gpu_available(&why)) {
+    if (mode == "--gpu" && !gpu_available(&why)) {
       std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
                    why.c_str());
       return 2;
     }
-    return (gpu ? run_gpu() : run_cpu()) ? 0 : 1;
+    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
+    return ok ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

@@ -8,6 +8,7 @@
 // Teaches: two kernels and an intermediate, log-sum-exp merging, padding rows of a gemm tile.
 // Run: build/example_14_flash_decoding         CPU interpreter, B=2 H=8 Hkv=2 S=333 D=64
 //      build/example_14_flash_decoding --gpu   H200: B=8 H=32 Hkv=8 S=8192 D=128, TB/s
+//      build/example_14_flash_decoding --compile  no GPU: NVRTC for sm_90a, ptxas resources
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -229,29 +230,47 @@ bool run(const Shape& z, const DecodeConfig& c, bool gpu) {
 bool run_cpu() {
   return run({2, 8, 2, 333}, {64, 4, 3, 16, 32, 128}, false);
 }
+const DecodeConfig kGpuConfig{128, 4, 16, 64, 64, 256};
+
 bool run_gpu() {
-  return run({8, 32, 8, 8192}, {128, 4, 16, 64, 64, 256}, true);
+  return run({8, 32, 8, 8192}, kGpuConfig, true);
+}
+// The kernels --gpu runs, in their GPU config.
+std::vector<Kernel> gpu_kernels() {
+  return {split(kGpuConfig), combine(kGpuConfig)};
 }
 
 } // namespace
 
+// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
+// GPU, and prints what ptxas reports.
+bool compile_only() {
+  for (const Kernel& k : gpu_kernels()) {
+    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
+    Resources r = ck.resources();
+    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
+                "memory%s\n",
+                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
+                r.wgmma_serialized ? ", wgmma serialized" : "");
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
-  bool gpu = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) != "--gpu") {
-      std::fprintf(stderr, "usage: %s [--gpu]\n", argv[0]);
-      return 2;
-    }
-    gpu = true;
+  std::string mode = argc == 2 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
+    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
+    return 2;
   }
   try {
     std::string why;
-    if (gpu && !gpu_available(&why)) {
+    if (mode == "--gpu" && !gpu_available(&why)) {
       std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
                    why.c_str());
       return 2;
     }
-    return (gpu ? run_gpu() : run_cpu()) ? 0 : 1;
+    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
+    return ok ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;
