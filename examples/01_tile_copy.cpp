@@ -20,12 +20,12 @@ namespace {
 Kernel tile_copy(int64_t bm, int64_t bn) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {M, N}, f32);
-  return kernel("tile_copy", {A, B}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128),
-                [&](Var bx, Var by) {
-                  Tile t = alloc_shared({bm, bn}, bf16);
-                  copy(A.tile(by * bm, bx * bn), t); // global -> shared
-                  copy(t, B.tile(by * bm, bx * bn)); // shared -> global, bf16 -> f32
-                });
+  auto body = [&](Var bx, Var by) {
+    Tile t = alloc_shared({bm, bn}, bf16);
+    copy(A.tile(by * bm, bx * bn), t); // global -> shared
+    copy(t, B.tile(by * bm, bx * bn)); // shared -> global, bf16 -> f32
+  };
+  return kernel("tile_copy", {A, B}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -22,18 +22,18 @@ Kernel scaled_add(int64_t bm, int64_t bn) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, bf16);
   Tensor scale("scale", {1}, f32); // later: a Scalar kernel parameter
+  auto body = [&](Var bx, Var by) {
+    Tile a = alloc_fragment({bm, bn}, bf16), b = alloc_fragment({bm, bn}, bf16);
+    Tile c = alloc_fragment({bm, bn}, bf16);
+    copy(A.tile(by * bm, bx * bn), a);
+    copy(B.tile(by * bm, bx * bn), b);
+    parallel({bm, bn}, [&](Var i, Var j) {
+      c(i, j) = (cast(f32, a(i, j)) + cast(f32, b(i, j))) * scale(0); // rounds once, to bf16
+    });
+    copy(c, C.tile(by * bm, bx * bn)); // the edge tile's writes past M, N are dropped
+  };
   return kernel("scaled_add", {A, B, scale, C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128),
-                [&](Var bx, Var by) {
-                  Tile a = alloc_fragment({bm, bn}, bf16), b = alloc_fragment({bm, bn}, bf16);
-                  Tile c = alloc_fragment({bm, bn}, bf16);
-                  copy(A.tile(by * bm, bx * bn), a);
-                  copy(B.tile(by * bm, bx * bn), b);
-                  parallel({bm, bn}, [&](Var i, Var j) {
-                    c(i, j) = (cast(f32, a(i, j)) + cast(f32, b(i, j))) *
-                              scale(0); // rounds once, to bf16
-                  });
-                  copy(c, C.tile(by * bm, bx * bn)); // the edge tile's writes past M, N are dropped
-                });
+                body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -21,13 +21,13 @@ namespace {
 Kernel transpose(int64_t b) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
-  return kernel(
-      "transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(128), [&](Var bx, Var by) {
-        Tile s = alloc_shared({b, b}, bf16), t = alloc_fragment({b, b}, bf16);
-        copy(A.tile(by * b, bx * b), s);                            // rows of A
-        parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); }); // through shared memory
-        copy(t, B.tile(bx * b, by * b));                            // rows of B
-      });
+  auto body = [&](Var bx, Var by) {
+    Tile s = alloc_shared({b, b}, bf16), t = alloc_fragment({b, b}, bf16);
+    copy(A.tile(by * b, bx * b), s);                            // rows of A
+    parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); }); // through shared memory
+    copy(t, B.tile(bx * b, by * b));                            // rows of B
+  };
+  return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(128), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -23,18 +23,19 @@ constexpr double kEps = 1e-6;
 Kernel rmsnorm(int64_t N, int64_t bm, int nthreads) {
   Dim M("M");
   Tensor X("X", {M, N}, bf16), W("W", {N}, bf16), Y("Y", {M, N}, bf16);
+  auto body = [&](Var by) {
+    Tile x = alloc_fragment({bm, N}, f32), sq = alloc_fragment({bm, N}, f32);
+    Tile w = alloc_fragment({N}, f32), r = alloc_fragment({bm}, f32);
+    copy(X.tile(by * bm, 0), x); // bf16 -> f32
+    copy(W.tile(0), w);
+    parallel({bm, N}, [&](Var i, Var j) { sq(i, j) = x(i, j) * x(i, j); });
+    reduce_sum(sq, r, 1);
+    parallel({bm}, [&](Var i) { r(i) = rsqrt(r(i) * (1.0 / double(N)) + kEps); });
+    parallel({bm, N}, [&](Var i, Var j) { x(i, j) = x(i, j) * r(i) * w(j); });
+    copy(x, Y.tile(by * bm, 0));
+  };
   return kernel("rmsnorm_n" + std::to_string(N), {X, W, Y}, grid(ceildiv(M, bm)), threads(nthreads),
-                [&](Var by) {
-                  Tile x = alloc_fragment({bm, N}, f32), sq = alloc_fragment({bm, N}, f32);
-                  Tile w = alloc_fragment({N}, f32), r = alloc_fragment({bm}, f32);
-                  copy(X.tile(by * bm, 0), x); // bf16 -> f32
-                  copy(W.tile(0), w);
-                  parallel({bm, N}, [&](Var i, Var j) { sq(i, j) = x(i, j) * x(i, j); });
-                  reduce_sum(sq, r, 1);
-                  parallel({bm}, [&](Var i) { r(i) = rsqrt(r(i) * (1.0 / double(N)) + kEps); });
-                  parallel({bm, N}, [&](Var i, Var j) { x(i, j) = x(i, j) * r(i) * w(j); });
-                  copy(x, Y.tile(by * bm, 0));
-                });
+                body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

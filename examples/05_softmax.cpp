@@ -24,20 +24,20 @@ constexpr double kLog2e = 1.4426950408889634;
 Kernel softmax(int64_t N, int64_t bm, int nthreads) {
   Dim M("M");
   Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16);
-  return kernel(
-      "softmax_n" + std::to_string(N), {X, Y}, grid(ceildiv(M, bm)), threads(nthreads),
-      [&](Var by) {
-        Tile x = alloc_fragment({bm, N}, f32);
-        Tile m = alloc_fragment({bm}, f32), l = alloc_fragment({bm}, f32);
-        copy(X.tile(by * bm, 0), x);
-        reduce_max(x, m, 1);
-        // exp(x - m) = exp2(x log2e - m log2e): one fused multiply-add and one exp2 per element.
-        parallel({bm, N}, [&](Var i, Var j) { x(i, j) = exp2(x(i, j) * kLog2e - m(i) * kLog2e); });
-        reduce_sum(x, l, 1);
-        parallel({bm}, [&](Var i) { l(i) = 1.0 / l(i); });
-        parallel({bm, N}, [&](Var i, Var j) { x(i, j) = x(i, j) * l(i); });
-        copy(x, Y.tile(by * bm, 0));
-      });
+  auto body = [&](Var by) {
+    Tile x = alloc_fragment({bm, N}, f32);
+    Tile m = alloc_fragment({bm}, f32), l = alloc_fragment({bm}, f32);
+    copy(X.tile(by * bm, 0), x);
+    reduce_max(x, m, 1);
+    // exp(x - m) = exp2(x log2e - m log2e): one fused multiply-add and one exp2 per element.
+    parallel({bm, N}, [&](Var i, Var j) { x(i, j) = exp2(x(i, j) * kLog2e - m(i) * kLog2e); });
+    reduce_sum(x, l, 1);
+    parallel({bm}, [&](Var i) { l(i) = 1.0 / l(i); });
+    parallel({bm, N}, [&](Var i, Var j) { x(i, j) = x(i, j) * l(i); });
+    copy(x, Y.tile(by * bm, 0));
+  };
+  return kernel("softmax_n" + std::to_string(N), {X, Y}, grid(ceildiv(M, bm)), threads(nthreads),
+                body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -21,7 +21,7 @@ namespace {
 Kernel gemv(int64_t bm, int64_t bk, int nthreads) {
   Dim M("M"), K("K");
   Tensor A("A", {M, K}, bf16), X("x", {K}, bf16), Y("y", {M}, bf16);
-  return kernel("gemv", {A, X, Y}, grid(ceildiv(M, bm)), threads(nthreads), [&](Var by) {
+  auto body = [&](Var by) {
     Tile a = alloc_fragment({bm, bk}, f32), x = alloc_fragment({bk}, f32);
     Tile part = alloc_fragment({bm, bk}, f32), y = alloc_fragment({bm}, f32);
     clear(part);
@@ -32,7 +32,8 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads) {
     });
     reduce_sum(part, y, 1);
     copy(y, Y.tile(by * bm));
-  });
+  };
+  return kernel("gemv", {A, X, Y}, grid(ceildiv(M, bm)), threads(nthreads), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

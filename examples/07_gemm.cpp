@@ -26,21 +26,21 @@ struct GemmConfig {
 Kernel gemm_kernel(const GemmConfig& c) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
+  auto body = [&](Var bx, Var by) {
+    // Blocks that run together walk down panels of `swizzle` block-rows and share B in L2.
+    if (c.swizzle > 0) annotate("swizzle", std::to_string(c.swizzle));
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      copy(A.tile(by * c.bm, k * c.bk), As);
+      copy(B.tile(k * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    copy(acc, C.tile(by * c.bm, bx * c.bn)); // f32 -> bf16, edges dropped
+  };
   return kernel("gemm", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm)), threads(c.threads),
-                [&](Var bx, Var by) {
-                  // Blocks that run together walk down panels of `swizzle` block-rows and share B
-                  // in L2.
-                  if (c.swizzle > 0) annotate("swizzle", std::to_string(c.swizzle));
-                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-                  Tile acc = alloc_fragment({c.bm, c.bn}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
-                    copy(A.tile(by * c.bm, k * c.bk), As);
-                    copy(B.tile(k * c.bk, bx * c.bn), Bs);
-                    gemm(As, Bs, acc);
-                  });
-                  copy(acc, C.tile(by * c.bm, bx * c.bn)); // f32 -> bf16, edges dropped
-                });
+                body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -37,21 +37,22 @@ Kernel gemm_bias_gelu(const GemmConfig& c) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), bias("bias", {N}, bf16);
   Tensor C("C", {M, N}, bf16);
+  auto body = [&](Var bx, Var by) {
+    if (c.swizzle > 0) annotate("swizzle", std::to_string(c.swizzle));
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32), b = alloc_fragment({c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      copy(A.tile(by * c.bm, k * c.bk), As);
+      copy(B.tile(k * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    copy(bias.tile(bx * c.bn), b);
+    parallel({c.bm, c.bn}, [&](Var i, Var j) { acc(i, j) = gelu(acc(i, j) + b(j)); });
+    copy(acc, C.tile(by * c.bm, bx * c.bn));
+  };
   return kernel("gemm_bias_gelu", {A, B, bias, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm)),
-                threads(c.threads), [&](Var bx, Var by) {
-                  if (c.swizzle > 0) annotate("swizzle", std::to_string(c.swizzle));
-                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-                  Tile acc = alloc_fragment({c.bm, c.bn}, f32), b = alloc_fragment({c.bn}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
-                    copy(A.tile(by * c.bm, k * c.bk), As);
-                    copy(B.tile(k * c.bk, bx * c.bn), Bs);
-                    gemm(As, Bs, acc);
-                  });
-                  copy(bias.tile(bx * c.bn), b);
-                  parallel({c.bm, c.bn}, [&](Var i, Var j) { acc(i, j) = gelu(acc(i, j) + b(j)); });
-                  copy(acc, C.tile(by * c.bm, bx * c.bn));
-                });
+                threads(c.threads), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -27,39 +27,39 @@ struct GemmConfig {
 Kernel splitk_gemm(const GemmConfig& c) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  auto body = [&](Var bx, Var by, Var z) {
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    // Split z takes K blocks [z per, min((z + 1) per, nk)); a trailing split may get none.
+    Expr nk = ceildiv(K, c.bk), per = ceildiv(nk, c.splits);
+    Expr k0 = z * per, count = max(min(per, nk - k0), 0);
+    clear(acc);
+    pipelined(count, c.stages, [&](Var kk) {
+      copy(A.tile(by * c.bm, (k0 + kk) * c.bk), As);
+      copy(B.tile((k0 + kk) * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    // later: atomic_add(C.tile(by * c.bm, bx * c.bn), acc) once edge atomics drop out-of-bounds
+    // elements on every backend, as copies do.
+    parallel({c.bm, c.bn}, [&](Var i, Var j) {
+      Expr row = by * c.bm + i, col = bx * c.bn + j;
+      if_then(row < M && col < N, [&] { atomic_add(C(row, col), acc(i, j)); });
+    });
+  };
   return kernel("splitk_gemm", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm), c.splits),
-                threads(c.threads), [&](Var bx, Var by, Var z) {
-                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-                  Tile acc = alloc_fragment({c.bm, c.bn}, f32);
-                  // Split z takes K blocks [z per, min((z + 1) per, nk)); a trailing split may get
-                  // none.
-                  Expr nk = ceildiv(K, c.bk), per = ceildiv(nk, c.splits);
-                  Expr k0 = z * per, count = max(min(per, nk - k0), 0);
-                  clear(acc);
-                  pipelined(count, c.stages, [&](Var kk) {
-                    copy(A.tile(by * c.bm, (k0 + kk) * c.bk), As);
-                    copy(B.tile((k0 + kk) * c.bk, bx * c.bn), Bs);
-                    gemm(As, Bs, acc);
-                  });
-                  // later: atomic_add(C.tile(by * c.bm, bx * c.bn), acc) once edge atomics drop
-                  // out-of-bounds elements on every backend, as copies do.
-                  parallel({c.bm, c.bn}, [&](Var i, Var j) {
-                    Expr row = by * c.bm + i, col = bx * c.bn + j;
-                    if_then(row < M && col < N, [&] { atomic_add(C(row, col), acc(i, j)); });
-                  });
-                });
+                threads(c.threads), body);
 }
 
 // C = 0 on the GPU stream, so zeroing and the split-K launch queue back to back.
 Kernel zero_fill(int64_t bm, int64_t bn) {
   Dim M("M"), N("N");
   Tensor C("C", {M, N}, f32);
-  return kernel("zero_fill", {C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128),
-                [&](Var bx, Var by) {
-                  Tile z = alloc_fragment({bm, bn}, f32);
-                  clear(z);
-                  copy(z, C.tile(by * bm, bx * bn));
-                });
+  auto body = [&](Var bx, Var by) {
+    Tile z = alloc_fragment({bm, bn}, f32);
+    clear(z);
+    copy(z, C.tile(by * bm, bx * bn));
+  };
+  return kernel("zero_fill", {C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

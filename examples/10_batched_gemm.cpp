@@ -26,18 +26,19 @@ struct GemmConfig {
 Kernel batched_gemm(const GemmConfig& c) {
   Dim Bt("batch"), M("M"), N("N"), K("K");
   Tensor A("A", {Bt, M, K}, bf16), B("B", {Bt, K, N}, bf16), C("C", {Bt, M, N}, bf16);
+  auto body = [&](Var bx, Var by, Var b) {
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      copy(A.tile(b, by * c.bm, k * c.bk), As); // box [1, bm, bk] -> tile [bm, bk]
+      copy(B.tile(b, k * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    copy(acc, C.tile(b, by * c.bm, bx * c.bn));
+  };
   return kernel("batched_gemm", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm), Bt),
-                threads(c.threads), [&](Var bx, Var by, Var b) {
-                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-                  Tile acc = alloc_fragment({c.bm, c.bn}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
-                    copy(A.tile(b, by * c.bm, k * c.bk), As); // box [1, bm, bk] -> tile [bm, bk]
-                    copy(B.tile(b, k * c.bk, bx * c.bn), Bs);
-                    gemm(As, Bs, acc);
-                  });
-                  copy(acc, C.tile(b, by * c.bm, bx * c.bn));
-                });
+                threads(c.threads), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

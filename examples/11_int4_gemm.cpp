@@ -42,29 +42,29 @@ Kernel int4_gemm(const GemmConfig& c, int64_t group) {
   Dim M("M"), N("N"), K("K"), KW("KW"), KG("KG");
   Tensor A("A", {M, K}, bf16), W("W", {KW, N}, i32), S("scales", {KG, N}, bf16);
   Tensor C("C", {M, N}, bf16);
+  auto body = [&](Var bx, Var by) {
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile s = alloc_fragment({c.bn}, f32);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      copy(A.tile(by * c.bm, k * c.bk), As);
+      copy(S.tile(k * c.bk / group, bx * c.bn), s); // one scale row: the step lies in a group
+      parallel({c.bk / 8, c.bn}, [&](Var r, Var j) {
+        // Columns past N read column N - 1: finite codes that meet a zero scale (s reads 0
+        // there) and land in columns of C that are never stored.
+        // later: copy the words into an i32 fragment; today the CUDA copy's edge guard goes
+        // through f32 (src/passes/LowerCopy.cpp), which rounds words above 2^24.
+        Expr w = W(k * (c.bk / 8) + r, min(bx * c.bn + j, N - 1));
+        for (int i = 0; i < 8; ++i)
+          Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * s(j);
+      });
+      gemm(As, Bs, acc);
+    });
+    copy(acc, C.tile(by * c.bm, bx * c.bn));
+  };
   return kernel("int4_gemm_g" + std::to_string(group), {A, W, S, C},
-                grid(ceildiv(N, c.bn), ceildiv(M, c.bm)), threads(c.threads), [&](Var bx, Var by) {
-                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-                  Tile s = alloc_fragment({c.bn}, f32);
-                  Tile acc = alloc_fragment({c.bm, c.bn}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
-                    copy(A.tile(by * c.bm, k * c.bk), As);
-                    copy(S.tile(k * c.bk / group, bx * c.bn),
-                         s); // one scale row: the step lies in a group
-                    parallel({c.bk / 8, c.bn}, [&](Var r, Var j) {
-                      // Columns past N read column N - 1: finite codes that meet a zero scale (s
-                      // reads 0 there) and land in columns of C that are never stored. later: copy
-                      // the words into an i32 fragment; today the CUDA copy's edge guard goes
-                      // through f32 (src/passes/LowerCopy.cpp), which rounds words above 2^24.
-                      Expr w = W(k * (c.bk / 8) + r, min(bx * c.bn + j, N - 1));
-                      for (int i = 0; i < 8; ++i)
-                        Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * s(j);
-                    });
-                    gemm(As, Bs, acc);
-                  });
-                  copy(acc, C.tile(by * c.bm, bx * c.bn));
-                });
+                grid(ceildiv(N, c.bn), ceildiv(M, c.bm)), threads(c.threads), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -37,29 +37,29 @@ Kernel conv2d(const Conv& v, const GemmConfig& c) {
   Dim Nb("batch"), P("P");
   const int64_t OH = v.OH(), OW = v.OW(), K = v.K();
   Tensor X("X", {Nb, v.H, v.W, v.C}, bf16), Wt("Wt", {K, v.F}, bf16), Y("Y", {P, v.F}, bf16);
+  auto body = [&](Var bx, Var by) {
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      parallel({c.bm, c.bk}, [&](Var i, Var j) {
+        Expr p = by * c.bm + i, kk = k * c.bk + j; // output pixel, im2col column
+        Expr n = p / (OH * OW), oh = p / OW % OH, ow = p % OW;
+        Expr kh = kk / (v.KW * v.C), kw = kk / v.C % v.KW, ch = kk % v.C;
+        Expr ih = oh * v.stride + kh - v.pad, iw = ow * v.stride + kw - v.pad;
+        Expr ok = p < P && kk < K && ih >= 0 && ih < v.H && iw >= 0 && iw < v.W;
+        // later: with a lazy select the load needs no clamping: only `ok` elements are read.
+        auto clamp = [](const Expr& x, int64_t hi) { return max(min(x, hi - 1), 0); };
+        Expr x = X(min(n, Nb - 1), clamp(ih, v.H), clamp(iw, v.W), ch);
+        As(i, j) = select(ok, x, cast(bf16, 0.0));
+      });
+      copy(Wt.tile(k * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    copy(acc, Y.tile(by * c.bm, bx * c.bn));
+  };
   return kernel("conv2d", {X, Wt, Y}, grid(ceildiv(v.F, c.bn), ceildiv(P, c.bm)),
-                threads(c.threads), [&](Var bx, Var by) {
-                  Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-                  Tile acc = alloc_fragment({c.bm, c.bn}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
-                    parallel({c.bm, c.bk}, [&](Var i, Var j) {
-                      Expr p = by * c.bm + i, kk = k * c.bk + j; // output pixel, im2col column
-                      Expr n = p / (OH * OW), oh = p / OW % OH, ow = p % OW;
-                      Expr kh = kk / (v.KW * v.C), kw = kk / v.C % v.KW, ch = kk % v.C;
-                      Expr ih = oh * v.stride + kh - v.pad, iw = ow * v.stride + kw - v.pad;
-                      Expr ok = p < P && kk < K && ih >= 0 && ih < v.H && iw >= 0 && iw < v.W;
-                      // later: with a lazy select the load needs no clamping: only `ok` elements
-                      // are read.
-                      auto clamp = [](const Expr& x, int64_t hi) { return max(min(x, hi - 1), 0); };
-                      Expr x = X(min(n, Nb - 1), clamp(ih, v.H), clamp(iw, v.W), ch);
-                      As(i, j) = select(ok, x, cast(bf16, 0.0));
-                    });
-                    copy(Wt.tile(k * c.bk, bx * c.bn), Bs);
-                    gemm(As, Bs, acc);
-                  });
-                  copy(acc, Y.tile(by * c.bm, bx * c.bn));
-                });
+                threads(c.threads), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

@@ -35,46 +35,45 @@ Kernel attention(int64_t D, const AttnConfig& c) {
   Tensor Q("Q", {Bd, H, S, D}, bf16), K("K", {Bd, Hkv, Skv, D}, bf16);
   Tensor V("V", {Bd, Hkv, Skv, D}, bf16), O("O", {Bd, H, S, D}, bf16);
   const double qk = kLog2e / std::sqrt(double(D)); // exp(x / sqrt(D)) = exp2(x qk)
-  return kernel(
-      "attention_d" + std::to_string(D), {Q, K, V, O}, grid(ceildiv(S, bm), H, Bd),
-      threads(c.threads), [&](Var bx, Var h, Var b) {
-        Tile Qs = alloc_shared({bm, D}, bf16), Ks = alloc_shared({bn, D}, bf16);
-        Tile Vs = alloc_shared({bn, D}, bf16);
-        Tile s = alloc_fragment({bm, bn}, f32), p = alloc_fragment({bm, bn}, bf16);
-        Tile o = alloc_fragment({bm, D}, f32);
-        Tile m = alloc_fragment({bm}, f32), m_prev = alloc_fragment({bm}, f32);
-        Tile l = alloc_fragment({bm}, f32), corr = alloc_fragment({bm}, f32);
-        Tile row_sum = alloc_fragment({bm}, f32);
-        Expr hk = h / (H / Hkv);
-        copy(Q.tile(b, h, bx * bm, 0), Qs);
-        clear(o);
-        clear(l);
-        fill(m, -infinity());
-        pipelined(ceildiv(Skv, bn), c.stages, [&](Var kb) {
-          copy(K.tile(b, hk, kb * bn, 0), Ks);
-          copy(V.tile(b, hk, kb * bn, 0), Vs);
-          gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-          // Keys past Skv (their rows read as zeros) must not count: only the last block has any.
-          if_then(kb * bn + bn > Skv, [&] {
-            parallel({bm, bn}, [&](Var i, Var j) {
-              s(i, j) = select(kb * bn + j < Skv, s(i, j), -infinity());
-            });
-          });
-          copy(m, m_prev);
-          reduce_max(s, m, 1, /*clear=*/false);
-          // Every block has a valid key, so m is finite from the first block on; m_prev = -inf
-          // then gives corr = 0, which clears nothing that is not already zero.
-          parallel({bm}, [&](Var i) { corr(i) = exp2((m_prev(i) - m(i)) * qk); });
-          parallel({bm, bn}, [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk - m(i) * qk); });
-          reduce_sum(s, row_sum, 1);
-          parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
-          parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
-          copy(s, p); // probabilities in bf16 for the tensor cores
-          gemm(p, Vs, o);
-        });
-        parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) / l(i); });
-        copy(o, O.tile(b, h, bx * bm, 0));
+  auto body = [&](Var bx, Var h, Var b) {
+    Tile Qs = alloc_shared({bm, D}, bf16), Ks = alloc_shared({bn, D}, bf16);
+    Tile Vs = alloc_shared({bn, D}, bf16);
+    Tile s = alloc_fragment({bm, bn}, f32), p = alloc_fragment({bm, bn}, bf16);
+    Tile o = alloc_fragment({bm, D}, f32);
+    Tile m = alloc_fragment({bm}, f32), m_prev = alloc_fragment({bm}, f32);
+    Tile l = alloc_fragment({bm}, f32), corr = alloc_fragment({bm}, f32);
+    Tile row_sum = alloc_fragment({bm}, f32);
+    Expr hk = h / (H / Hkv);
+    copy(Q.tile(b, h, bx * bm, 0), Qs);
+    clear(o);
+    clear(l);
+    fill(m, -infinity());
+    pipelined(ceildiv(Skv, bn), c.stages, [&](Var kb) {
+      copy(K.tile(b, hk, kb * bn, 0), Ks);
+      copy(V.tile(b, hk, kb * bn, 0), Vs);
+      gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
+      // Keys past Skv (their rows read as zeros) must not count: only the last block has any.
+      if_then(kb * bn + bn > Skv, [&] {
+        parallel({bm, bn},
+                 [&](Var i, Var j) { s(i, j) = select(kb * bn + j < Skv, s(i, j), -infinity()); });
       });
+      copy(m, m_prev);
+      reduce_max(s, m, 1, /*clear=*/false);
+      // Every block has a valid key, so m is finite from the first block on; m_prev = -inf
+      // then gives corr = 0, which clears nothing that is not already zero.
+      parallel({bm}, [&](Var i) { corr(i) = exp2((m_prev(i) - m(i)) * qk); });
+      parallel({bm, bn}, [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk - m(i) * qk); });
+      reduce_sum(s, row_sum, 1);
+      parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
+      parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
+      copy(s, p); // probabilities in bf16 for the tensor cores
+      gemm(p, Vs, o);
+    });
+    parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) / l(i); });
+    copy(o, O.tile(b, h, bx * bm, 0));
+  };
+  return kernel("attention_d" + std::to_string(D), {Q, K, V, O}, grid(ceildiv(S, bm), H, Bd),
+                threads(c.threads), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.

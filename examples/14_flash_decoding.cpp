@@ -38,51 +38,51 @@ Kernel split(const DecodeConfig& c) {
   Tensor V("V", {Bd, Hkv, S, D}, bf16);
   Tensor Op("O_part", {BH, c.splits, c.G, D}, f32), Lp("lse_part", {BH, c.splits, c.G}, f32);
   const double scale = 1.0 / std::sqrt(double(D)), qk = scale * kLog2e;
-  return kernel(
-      "decode_split", {Q, K, V, Op, Lp}, grid(c.splits, Hkv, Bd), threads(c.threads),
-      [&](Var z, Var hk, Var b) {
-        Tile Qs = alloc_shared({gm, D}, bf16), Ks = alloc_shared({bn, D}, bf16);
-        Tile Vs = alloc_shared({bn, D}, bf16);
-        Tile s = alloc_fragment({gm, bn}, f32), p = alloc_fragment({gm, bn}, bf16);
-        Tile o = alloc_fragment({gm, D}, f32);
-        Tile m = alloc_fragment({gm}, f32), m_prev = alloc_fragment({gm}, f32);
-        Tile l = alloc_fragment({gm}, f32), corr = alloc_fragment({gm}, f32);
-        Tile row_sum = alloc_fragment({gm}, f32);
-        // Split z takes key blocks [kb0, kb0 + count); trailing splits of a short cache get none.
-        Expr nb = ceildiv(S, bn), per = ceildiv(nb, c.splits);
-        Expr kb0 = z * per, count = max(min(per, nb - kb0), 0);
-        copy(Q.tile(b, hk, 0, 0), Qs); // rows G..gm-1 lie past Q's G: zeros, and never stored
-        clear(o);
-        clear(l);
-        fill(m, -infinity());
-        pipelined(count, 2, [&](Var kk) {
-          Expr k0 = (kb0 + kk) * bn;
-          copy(K.tile(b, hk, k0, 0), Ks);
-          copy(V.tile(b, hk, k0, 0), Vs);
-          gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-          if_then(k0 + bn > S, [&] {
-            parallel({gm, bn},
-                     [&](Var i, Var j) { s(i, j) = select(k0 + j < S, s(i, j), -infinity()); });
-          });
-          copy(m, m_prev);
-          reduce_max(s, m, 1, /*clear=*/false);
-          parallel({gm}, [&](Var i) { corr(i) = exp2((m_prev(i) - m(i)) * qk); });
-          parallel({gm, bn}, [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk - m(i) * qk); });
-          reduce_sum(s, row_sum, 1);
-          parallel({gm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
-          parallel({gm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
-          copy(s, p);
-          gemm(p, Vs, o);
-        });
-        // The partial is normalised by its own sum; an empty split has l = 0 and lse = -inf,
-        // which gives it weight 0 in the combine.
-        parallel({gm, D}, [&](Var i, Var d) { o(i, d) = select(l(i) > 0, o(i, d) / l(i), 0.0); });
-        parallel({gm}, [&](Var i) {
-          row_sum(i) = select(l(i) > 0, m(i) * scale + log(l(i)), -infinity()); // natural log
-        });
-        copy(o, Op.tile(b * Hkv + hk, z, 0, 0));
-        copy(row_sum, Lp.tile(b * Hkv + hk, z, 0));
+  auto body = [&](Var z, Var hk, Var b) {
+    Tile Qs = alloc_shared({gm, D}, bf16), Ks = alloc_shared({bn, D}, bf16);
+    Tile Vs = alloc_shared({bn, D}, bf16);
+    Tile s = alloc_fragment({gm, bn}, f32), p = alloc_fragment({gm, bn}, bf16);
+    Tile o = alloc_fragment({gm, D}, f32);
+    Tile m = alloc_fragment({gm}, f32), m_prev = alloc_fragment({gm}, f32);
+    Tile l = alloc_fragment({gm}, f32), corr = alloc_fragment({gm}, f32);
+    Tile row_sum = alloc_fragment({gm}, f32);
+    // Split z takes key blocks [kb0, kb0 + count); trailing splits of a short cache get none.
+    Expr nb = ceildiv(S, bn), per = ceildiv(nb, c.splits);
+    Expr kb0 = z * per, count = max(min(per, nb - kb0), 0);
+    copy(Q.tile(b, hk, 0, 0), Qs); // rows G..gm-1 lie past Q's G: zeros, and never stored
+    clear(o);
+    clear(l);
+    fill(m, -infinity());
+    pipelined(count, 2, [&](Var kk) {
+      Expr k0 = (kb0 + kk) * bn;
+      copy(K.tile(b, hk, k0, 0), Ks);
+      copy(V.tile(b, hk, k0, 0), Vs);
+      gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
+      if_then(k0 + bn > S, [&] {
+        parallel({gm, bn},
+                 [&](Var i, Var j) { s(i, j) = select(k0 + j < S, s(i, j), -infinity()); });
       });
+      copy(m, m_prev);
+      reduce_max(s, m, 1, /*clear=*/false);
+      parallel({gm}, [&](Var i) { corr(i) = exp2((m_prev(i) - m(i)) * qk); });
+      parallel({gm, bn}, [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk - m(i) * qk); });
+      reduce_sum(s, row_sum, 1);
+      parallel({gm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
+      parallel({gm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
+      copy(s, p);
+      gemm(p, Vs, o);
+    });
+    // The partial is normalised by its own sum; an empty split has l = 0 and lse = -inf,
+    // which gives it weight 0 in the combine.
+    parallel({gm, D}, [&](Var i, Var d) { o(i, d) = select(l(i) > 0, o(i, d) / l(i), 0.0); });
+    parallel({gm}, [&](Var i) {
+      row_sum(i) = select(l(i) > 0, m(i) * scale + log(l(i)), -infinity()); // natural log
+    });
+    copy(o, Op.tile(b * Hkv + hk, z, 0, 0));
+    copy(row_sum, Lp.tile(b * Hkv + hk, z, 0));
+  };
+  return kernel("decode_split", {Q, K, V, Op, Lp}, grid(c.splits, Hkv, Bd), threads(c.threads),
+                body);
 }
 
 Kernel combine(const DecodeConfig& c) {
@@ -90,7 +90,7 @@ Kernel combine(const DecodeConfig& c) {
   Dim Bd("B"), Hkv("Hkv"), BH("BH");
   Tensor Op("O_part", {BH, ns, G, D}, f32), Lp("lse_part", {BH, ns, G}, f32);
   Tensor O("O", {Bd, Hkv, G, D}, bf16);
-  return kernel("decode_combine", {Op, Lp, O}, grid(Hkv, Bd), threads(128), [&](Var hk, Var b) {
+  auto body = [&](Var hk, Var b) {
     Tile lse = alloc_fragment({ns, G}, f32), w = alloc_fragment({ns, G}, f32);
     Tile ws = alloc_shared({ns, G}, f32); // read across threads in the loop below
     Tile mx = alloc_fragment({G}, f32), total = alloc_fragment({G}, f32);
@@ -107,7 +107,8 @@ Kernel combine(const DecodeConfig& c) {
     });
     parallel({G, D}, [&](Var g, Var d) { o(g, d) = o(g, d) / total(g); });
     copy(o, O.tile(b, hk, 0, 0));
-  });
+  };
+  return kernel("decode_combine", {Op, Lp, O}, grid(Hkv, Bd), threads(128), body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.
