@@ -1,10 +1,17 @@
-// Lesson 10: batched GEMM, C[b] = A[b] B[b] for b < batch, with A [batch, M, K], B [batch, K, N],
-// C [batch, M, N] in bf16. The batch is the grid's third dimension; a tile of a rank-3 tensor
-// with extent 1 in the batch dimension copies into a 2-D shared tile (unit dimensions drop out,
-// in order), so the body is lesson 7's.
-// Teaches: rank-3 tensors, tiles that drop a unit dimension, the grid as the batch loop.
-// Run: build/example_10_batched_gemm         CPU interpreter, 3 x 77 x 45 x 133
-//      build/example_10_batched_gemm --gpu   H200: 16 x 1024^3, sampled check, TFLOP/s
+// Lesson 10: batched and grouped GEMM, in bf16.
+// Batched: C[b] = A[b] B[b] for b < batch, A [batch, M, K], B [batch, K, N], C [batch, M, N].
+// The batch is the grid's third dimension; a tile of a rank-3 tensor with extent 1 in the batch
+// dimension copies into a 2-D shared tile (unit dimensions drop out, in order), so the body is
+// lesson 7's.
+// Grouped (a mixture of experts' layout): group g owns rows [offs[g], offs[g + 1]) of the
+// stacked A [rows, K] and C [rows, N] and has its own B[g] [K, N]; groups differ in size, some
+// are empty. The host lists the row tiles, (group, first row, end row) each, and the grid
+// walks that list, so no block is launched for nothing; rows past a tile's end are not stored.
+// Teaches: rank-3 tensors, tiles that drop a unit dimension, the grid as the batch loop,
+// data-dependent tiles read from a tensor, an element-wise guarded store.
+// Run: build/example_10_batched_gemm         CPU interpreter, 3 x 77 x 45 x 133; groups of 37,
+//                                            0, 64 and 5 rows
+//      build/example_10_batched_gemm --gpu   H200: 16 x 1024^3; 16 groups of 512..1536 rows
 //      build/example_10_batched_gemm --compile  no GPU: NVRTC for sm_90a, ptxas resources
 #include <cmath>
 #include <cstdio>
@@ -39,6 +46,31 @@ Kernel batched_gemm(const GemmConfig& c) {
   };
   return kernel("batched_gemm", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm), Bt),
                 threads(c.threads), body);
+}
+
+Kernel grouped_gemm(const GemmConfig& c) {
+  Dim R("rows"), G("groups"), T("tiles"), N("N"), K("K");
+  Tensor A("A", {R, K}, bf16), B("B", {G, K, N}, bf16), C("C", {R, N}, bf16);
+  Tensor tiles("tiles", {T, 3}, i32); // (group, first row, end row) of each bm-row tile
+  auto body = [&](Var bx, Var t) {
+    Expr g = tiles(t, 0), row0 = tiles(t, 1), row_end = tiles(t, 2);
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      copy(A.tile(row0, k * c.bk), As); // rows past row_end belong to the next group: unused
+      copy(B.tile(g, k * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    // later: copy(acc.region(...)) once fragment-region copies store exactly their region on
+    // every backend; a copy of the whole tile would overwrite the next group's rows.
+    parallel({c.bm, c.bn}, [&](Var i, Var j) {
+      Expr row = row0 + i, col = bx * c.bn + j;
+      if_then(row < row_end && col < N, [&] { C(row, col) = acc(i, j); });
+    });
+  };
+  return kernel("grouped_gemm", {A, B, tiles, C}, grid(ceildiv(N, c.bn), T), threads(c.threads),
+                body);
 }
 
 // |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.
@@ -96,6 +128,85 @@ std::vector<std::pair<int64_t, double>> reference(const HostTensor& a, const Hos
 // C rounds once to bf16 (2^-8 relative); f32 accumulation of K products adds ~K 2^-24.
 constexpr double kAtol = 2e-3, kRtol = 1.0 / 128;
 
+// A grouped problem: group sizes, their row offsets, and the host-side tile list.
+struct Groups {
+  std::vector<int64_t> offs; // groups + 1 entries
+  HostTensor tiles;          // [tiles, 3] i32
+};
+
+Groups make_groups(const std::vector<int64_t>& sizes, int64_t bm) {
+  Groups z;
+  z.offs = {0};
+  std::vector<int64_t> t;
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    int64_t begin = z.offs.back(), end = begin + sizes[g];
+    for (int64_t r = begin; r < end; r += bm)
+      t.insert(t.end(), {int64_t(g), r, end});
+    z.offs.push_back(end);
+  }
+  z.tiles = HostTensor(i32, {int64_t(t.size() / 3), 3});
+  for (size_t i = 0; i < t.size(); ++i)
+    z.tiles.set(i, double(t[i]));
+  return z;
+}
+
+std::vector<std::pair<int64_t, double>> grouped_reference(const HostTensor& a, const HostTensor& b,
+                                                          const Groups& z,
+                                                          const std::vector<int64_t>& at) {
+  const int64_t K = a.shape()[1], N = b.shape()[2];
+  std::vector<std::pair<int64_t, double>> want;
+  for (int64_t i : at) {
+    int64_t r = i / N, n = i % N, g = 0;
+    while (z.offs[g + 1] <= r)
+      ++g;
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k)
+      s += a.get(r * K + k) * b.get((g * K + k) * N + n);
+    want.emplace_back(i, s);
+  }
+  return want;
+}
+
+bool run_grouped(const std::vector<int64_t>& sizes, int64_t N, int64_t K, const GemmConfig& c,
+                 bool gpu) {
+  Groups z = make_groups(sizes, c.bm);
+  const int64_t G = sizes.size(), R = z.offs.back();
+  HostTensor a(bf16, {R, K}), b(bf16, {G, K, N}), out(bf16, {R, N});
+  a.fill_random(4);
+  b.fill_random(5);
+  std::vector<int64_t> at;
+  if (!gpu) {
+    out.poison();
+    interpret(grouped_gemm(c), {a, b, z.tiles, out});
+    for (int64_t i = 0; i < R * N; ++i)
+      at.push_back(i);
+    return check("CPU grouped, rows 37 + 0 + 64 + 5, N 45, K 133", out,
+                 grouped_reference(a, b, z, at), kAtol, kRtol);
+  }
+  CompiledKernel ck = compile(grouped_gemm(c));
+  DeviceArray da = DeviceArray::from(a), db = DeviceArray::from(b);
+  DeviceArray dt = DeviceArray::from(z.tiles), dc(bf16, {R, N});
+  dc.fill_bytes(0xff);
+  std::vector<Arg> args = {da, db, dt, dc};
+  ck.launch(args);
+  synchronize();
+  at = {0, R * N - 1};
+  for (int64_t s = 0; s < 254; ++s)
+    at.push_back((s * 2654435761LL) % (R * N));
+  bool ok = check("GPU grouped (256 samples)", dc.to_host(), grouped_reference(a, b, z, at), kAtol,
+                  kRtol);
+  report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * R * N * K);
+  return ok;
+}
+
+// 16 groups of 512..1536 rows, 16384 in all: the same work as the batched 16 x 1024^3.
+std::vector<int64_t> gpu_group_sizes() {
+  std::vector<int64_t> sizes;
+  for (int64_t g = 0; g < 16; g += 2)
+    sizes.insert(sizes.end(), {512 + 64 * g, 1536 - 64 * g});
+  return sizes;
+}
+
 bool run_cpu() {
   const int64_t G = 3, M = 77, N = 45, K = 133;
   HostTensor a(bf16, {G, M, K}), b(bf16, {G, K, N}), c(bf16, {G, M, N});
@@ -106,12 +217,13 @@ bool run_cpu() {
   std::vector<int64_t> all;
   for (int64_t i = 0; i < G * M * N; ++i)
     all.push_back(i);
-  return check("CPU 3 x 77 x 45 x 133", c, reference(a, b, all), kAtol, kRtol);
+  bool ok = check("CPU 3 x 77 x 45 x 133", c, reference(a, b, all), kAtol, kRtol);
+  return run_grouped({37, 0, 64, 5}, 45, 133, {32, 32, 32, 2, 128}, false) && ok;
 }
 
 // The kernels --gpu runs, in their GPU config.
 std::vector<Kernel> gpu_kernels() {
-  return {batched_gemm({128, 256, 64, 4, 256})};
+  return {batched_gemm({128, 256, 64, 4, 256}), grouped_gemm({128, 256, 64, 4, 256})};
 }
 
 bool run_gpu() {
@@ -131,7 +243,7 @@ bool run_gpu() {
   bool ok =
       check("GPU 16 x 1024^3 (256 samples)", dc.to_host(), reference(a, b, sample), kAtol, kRtol);
   report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * G * M * N * K);
-  return ok;
+  return run_grouped(gpu_group_sizes(), N, K, {128, 256, 64, 4, 256}, true) && ok;
 }
 
 } // namespace
