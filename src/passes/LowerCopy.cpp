@@ -54,8 +54,9 @@ std::vector<Expr> coords(const LowerContext& cx, const FragmentLayout& l, const 
   return {l.row(cx.tid, r), l.col(cx.tid, r)};
 }
 
+/// Is r a whole tile (tensors are never whole: their shapes are symbolic)?
 bool is_whole(const ir::Region& r) {
-  if (r.extent != r.buffer->const_shape()) return false;
+  if (r.buffer->scope == Scope::global || r.extent != r.buffer->const_shape()) return false;
   for (const Expr& m : r.min)
     if (!m.as_int() || *m.as_int() != 0) return false;
   return true;

@@ -1,14 +1,17 @@
 // The one semantics, checked per rule (tests/codegen/DifferentialCases.h, docs/semantics.md):
-//   Differential.*          the interpreter's result equals the rule's, computed in plain C++;
-//   CudaCompileSemantics.*  the CUDA backend lowers and compiles each case (no GPU needed), and
-//                           the passes decide as the rules require (warp roles, local tiles);
-//   GpuDifferential.*       the interpreter and CUDA agree element by element on the H200.
+//   Differential/InterpreterRule.*   the interpreter's result equals the rule's, computed in
+//                                    plain C++ (DifferentialErrors.*: the rules' user errors);
+//   CudaCompileSemantics/CompileRule.*, CudaCompileSemantics*.*   the CUDA backend lowers and
+//                                    compiles each case (no GPU needed), and the passes decide
+//                                    as the rules require (warp roles, local tiles);
+//   GpuDifferential/GpuRule.*        the interpreter and CUDA agree element by element (H200).
 #include <gtest/gtest.h>
 
 #include "DifferentialCases.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "ir/IR.h"
+#include "ir/IRVisitor.h"
 #include "ops/CudaCheck.h"
 #include "passes/InferLayouts.h"
 #include "passes/PlanPipeline.h"
@@ -41,11 +44,11 @@ std::vector<HostTensor*> pointers(std::vector<HostTensor>& v) {
 
 std::string param_name(const testing::TestParamInfo<std::string>& i) { return i.param; }
 
-class Differential : public testing::TestWithParam<std::string> {};
+class InterpreterRule : public testing::TestWithParam<std::string> {};
 
 // The interpreter computes exactly what the rule says (outputs start as a sentinel, so a write
 // outside the rule's elements, or a missing one, is a mismatch).
-TEST_P(Differential, InterpreterFollowsTheRule) {
+TEST_P(InterpreterRule, FollowsTheRule) {
   DiffCase c = make(GetParam());
   std::vector<HostTensor> got = c.args, want = c.args;
   cpu::interpret(c.kernel, pointers(got));
@@ -54,12 +57,14 @@ TEST_P(Differential, InterpreterFollowsTheRule) {
     EXPECT_EQ(first_mismatch(got[o], want[o], c.tol), "") << c.name << ", output " << o;
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, Differential, testing::ValuesIn(case_names()), param_name);
+// Named Differential/... so that --gtest_filter='Differential*' selects it.
+INSTANTIATE_TEST_SUITE_P(Differential, InterpreterRule, testing::ValuesIn(case_names()),
+                         param_name);
 
-class CudaCompileSemantics : public testing::TestWithParam<std::string> {};
+class CompileRule : public testing::TestWithParam<std::string> {};
 
 // Every case lowers for sm_90a and sm_80 and its CUDA source compiles through NVRTC.
-TEST_P(CudaCompileSemantics, LowersAndCompiles) {
+TEST_P(CompileRule, LowersAndCompiles) {
   DiffCase c = make(GetParam());
   for (std::string arch : {"sm_90a", "sm_80"}) {
     cuda::LoweredKernel lk = cuda::lower_kernel(c.kernel, passes::Target::parse(arch));
@@ -68,7 +73,7 @@ TEST_P(CudaCompileSemantics, LowersAndCompiles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, CudaCompileSemantics, testing::ValuesIn(case_names()),
+INSTANTIATE_TEST_SUITE_P(CudaCompileSemantics, CompileRule, testing::ValuesIn(case_names()),
                          param_name);
 
 /// Is `s` an Evaluate of the tp.barrier intrinsic?
@@ -185,10 +190,10 @@ TEST(DifferentialErrors, TensorRankAboveTheMaximumIsAUserError) {
 
 // --- GPU ----------------------------------------------------------------------------------------
 
-class GpuDifferential : public testing::TestWithParam<std::string> {};
+class GpuRule : public testing::TestWithParam<std::string> {};
 
 // The interpreter and CUDA agree element by element (sentinel-filled outputs on both sides).
-TEST_P(GpuDifferential, InterpreterAndCudaAgree) {
+TEST_P(GpuRule, InterpreterAndCudaAgree) {
   DiffCase c = make(GetParam());
   std::vector<HostTensor> cpu_out = c.args, gpu_out = c.args;
   cpu::interpret(c.kernel, pointers(cpu_out));
@@ -202,6 +207,6 @@ TEST_P(GpuDifferential, InterpreterAndCudaAgree) {
     EXPECT_EQ(first_mismatch(gpu_out[o], cpu_out[o], c.tol), "") << c.name << ", output " << o;
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, GpuDifferential, testing::ValuesIn(case_names()), param_name);
+INSTANTIATE_TEST_SUITE_P(GpuDifferential, GpuRule, testing::ValuesIn(case_names()), param_name);
 
 } // namespace

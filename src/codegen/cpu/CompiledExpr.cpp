@@ -171,8 +171,9 @@ private:
 
 class SelectE : public CExpr {
 public:
-  SelectE(std::unique_ptr<CExpr> c, std::unique_ptr<CExpr> a, std::unique_ptr<CExpr> b)
-      : c_(std::move(c)), a_(std::move(a)), b_(std::move(b)) {}
+  SelectE(std::unique_ptr<CExpr> c, std::unique_ptr<CExpr> a, std::unique_ptr<CExpr> b,
+          bool a_loads, bool b_loads)
+      : c_(std::move(c)), a_(std::move(a)), b_(std::move(b)), loads_{a_loads, b_loads} {}
   // Lazy, like ?: on the GPU: only the chosen side is evaluated, per lane; each side runs with
   // the lanes that chose it active, so a load on the side not chosen is never performed.
   Val eval(Ctx& ctx) override {
@@ -182,6 +183,11 @@ public:
     const bool saved_masked = ctx.masked;
     Val side[2] = {{nullptr, true}, {nullptr, true}};
     for (int s = 0; s < 2; ++s) {
+      // A side without loads cannot fail or differ: evaluate it for every lane, unmasked.
+      if (!loads_[s]) {
+        side[s] = (s == 0 ? a_ : b_)->eval(ctx);
+        continue;
+      }
       std::vector<uint8_t> m(ctx.n);
       bool any = false;
       for (int i = 0; i < ctx.n; ++i) {
@@ -205,7 +211,20 @@ public:
 
 private:
   std::unique_ptr<CExpr> c_, a_, b_;
+  bool loads_[2];
 };
+
+/// Does e read a buffer (the only expression that can fail on the interpreter)?
+bool has_load(const Expr& e) {
+  if (ir::as<ir::Load>(e)) return true;
+  if (const auto* b = ir::as<ir::Binary>(e)) return has_load(b->a) || has_load(b->b);
+  if (const auto* c = ir::as<ir::Call>(e))
+    return std::any_of(c->args.begin(), c->args.end(), [](const Expr& a) { return has_load(a); });
+  if (const auto* s = ir::as<ir::Select>(e))
+    return has_load(s->cond) || has_load(s->a) || has_load(s->b);
+  if (const auto* k = ir::as<ir::Cast>(e)) return has_load(k->value);
+  return !ir::as<ir::IntImm>(e) && !ir::as<ir::FloatImm>(e) && !ir::as<ir::Variable>(e);
+}
 
 class CastE : public CExpr {
 public:
@@ -293,7 +312,7 @@ std::unique_ptr<CExpr> compile_expr(const Expr& e, Layout& lay, const SourceLoc&
     r = std::make_unique<CallE>(c->op, compile_expr(c->args[0], lay, loc));
   } else if (const auto* s = ir::as<ir::Select>(e)) {
     r = std::make_unique<SelectE>(compile_expr(s->cond, lay, loc), compile_expr(s->a, lay, loc),
-                                  compile_expr(s->b, lay, loc));
+                                  compile_expr(s->b, lay, loc), has_load(s->a), has_load(s->b));
   } else if (const auto* k = ir::as<ir::Cast>(e)) {
     r = std::make_unique<CastE>(compile_expr(k->value, lay, loc));
   } else if (const auto* l = ir::as<ir::Load>(e)) {
