@@ -170,8 +170,8 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
       user_error(op->loc) << "copy from fragment '" << S->name << "' (" << ls.str() << ") to '"
                           << D->name << "' (" << ld.str()
                           << "): the register layouts differ; copy through a shared tile";
-    ir::Stmt s = ir::Store::make(cx.reg(D), ls.reg_index(r),
-                                 ir::Load::make(cx.reg(S), ls.reg_index(r)), {});
+    ir::Stmt s =
+        ir::Store::make(cx.reg(D), ls.reg_index(r), ir::Load::make(cx.reg(S), ls.reg_index(r)), {});
     if (!swhole || !dwhole) {
       // Register to register moves stay within a thread: only a region at the same place in
       // both fragments can be copied that way.
@@ -211,9 +211,9 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
           ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
     // Exactly the region: registers outside it keep their values.
     InRegion in = in_region(cx, dst, coords(cx, l, r));
-    return unrolled_for(
-        r, l.regs_per_thread(),
-        if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, in.coords), {})));
+    return unrolled_for(r, l.regs_per_thread(),
+                        if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
+                                                           read(cx, src, in.coords), {})));
   }
   // Memory to memory.
   std::vector<int64_t> ext;

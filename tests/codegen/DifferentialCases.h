@@ -21,13 +21,13 @@ namespace tp::difftest {
 constexpr double kSentinel = 777.0;
 
 struct DiffCase {
-  std::string name;               // the rule, as a test name (docs/semantics.md names it)
+  std::string name; // the rule, as a test name (docs/semantics.md names it)
   Kernel kernel;
-  std::vector<HostTensor> args;   // in parameter order; outputs hold the sentinel
-  std::vector<int> outputs;       // parameter indices compared
+  std::vector<HostTensor> args; // in parameter order; outputs hold the sentinel
+  std::vector<int> outputs;     // parameter indices compared
   /// Writes the rule's result into `args` (a copy of the arguments above), in place.
   std::function<void(std::vector<HostTensor>&)> expect;
-  double tol = 0;                 // absolute tolerance; 0 = exact
+  double tol = 0; // absolute tolerance; 0 = exact
 };
 
 /// Deterministic small integers in [-2, 2].
@@ -51,12 +51,14 @@ inline double dot(const HostTensor& A, const HostTensor& B, int64_t r, int64_t c
   int64_t M = A.shape()[0], K = A.shape()[1], N = B.shape()[1];
   if (r < 0 || r >= M || c < 0 || c >= N) return 0;
   double s = 0;
-  for (int64_t k = 0; k < K; ++k) s += A.get(r * K + k) * B.get(k * N + c);
+  for (int64_t k = 0; k < K; ++k)
+    s += A.get(r * K + k) * B.get(k * N + c);
   return s;
 }
 
 /// A gemm kernel over 64 x 64 blocks (k-steps of 32); `epilogue` writes acc to C.
-inline Kernel gemm_kernel(const std::string& name, std::function<void(Tile&, Tensor&, Var, Var)> epilogue) {
+inline Kernel gemm_kernel(const std::string& name,
+                          std::function<void(Tile&, Tensor&, Var, Var)> epilogue) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
   return kernel(name, {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
@@ -147,7 +149,8 @@ inline DiffCase atomic_add_edge_tile() {
   c.args = {ints(f32, {50, 45}, 3), ints(f32, {50, 45}, 4)};
   c.outputs = {1};
   c.expect = [](std::vector<HostTensor>& a) {
-    for (int64_t i = 0; i < a[1].numel(); ++i) a[1].set(i, a[1].get(i) + 2 * a[0].get(i));
+    for (int64_t i = 0; i < a[1].numel(); ++i)
+      a[1].set(i, a[1].get(i) + 2 * a[0].get(i));
   };
   return c;
 }
@@ -170,7 +173,8 @@ inline DiffCase select_is_lazy() {
   c.outputs = {1, 2};
   c.expect = [](std::vector<HostTensor>& a) {
     int64_t n = a[0].numel();
-    for (int64_t i = 0; i < n; ++i) a[1].set(i, i + 1 < n ? a[0].get(i + 1) : 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      a[1].set(i, i + 1 < n ? a[0].get(i + 1) : 0.0);
     a[2].set(0, a[0].get(0) + 100);
   };
   return c;
@@ -197,7 +201,8 @@ inline DiffCase rank6_elements() {
   c.outputs = {1};
   c.expect = [](std::vector<HostTensor>& a) {
     int64_t n = a[0].numel();
-    for (int64_t i = 0; i < n; ++i) a[1].set(i, a[0].get(i) * 2 + 1);
+    for (int64_t i = 0; i < n; ++i)
+      a[1].set(i, a[0].get(i) * 2 + 1);
     a[1].set(n - 1, a[0].get(0) + a[0].get(n - 1));
   };
   return c;
@@ -242,7 +247,8 @@ inline DiffCase shared_index_between_warp_roles() {
   c.expect = [](std::vector<HostTensor>& a) {
     int64_t M = a[2].shape()[0], N = a[2].shape()[1];
     for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) a[2].set(i * N + j, dot(a[0], a[1], i, j));
+      for (int64_t j = 0; j < N; ++j)
+        a[2].set(i * N + j, dot(a[0], a[1], i, j));
   };
   return c;
 }
@@ -268,9 +274,11 @@ inline DiffCase local_tile() {
   c.outputs = {2};
   c.expect = [](std::vector<HostTensor>& a) {
     double L[4];
-    for (int i = 0; i < 4; ++i) L[i] = a[1].get(i) * 2;
+    for (int i = 0; i < 4; ++i)
+      L[i] = a[1].get(i) * 2;
     L[0] += 1;
-    for (int64_t g = 0; g < a[0].numel(); ++g) a[2].set(g, a[0].get(g) + L[g % 4]);
+    for (int64_t g = 0; g < a[0].numel(); ++g)
+      a[2].set(g, a[0].get(g) + L[g % 4]);
   };
   return c;
 }
@@ -368,7 +376,8 @@ inline DiffCase gemm_odd_extents() {
       [](std::vector<HostTensor>& a) {
         int64_t M = a[2].shape()[0], N = a[2].shape()[1];
         for (int64_t i = 0; i < M; ++i)
-          for (int64_t j = 0; j < N; ++j) a[2].set(i * N + j, dot(a[0], a[1], i, j));
+          for (int64_t j = 0; j < N; ++j)
+            a[2].set(i * N + j, dot(a[0], a[1], i, j));
       });
 }
 

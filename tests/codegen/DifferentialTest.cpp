@@ -25,7 +25,8 @@ namespace {
 
 std::vector<std::string> case_names() {
   std::vector<std::string> out;
-  for (const NamedCase& c : differential_cases()) out.push_back(c.name);
+  for (const NamedCase& c : differential_cases())
+    out.push_back(c.name);
   return out;
 }
 
@@ -38,11 +39,14 @@ DiffCase make(const std::string& name) {
 
 std::vector<HostTensor*> pointers(std::vector<HostTensor>& v) {
   std::vector<HostTensor*> p;
-  for (HostTensor& t : v) p.push_back(&t);
+  for (HostTensor& t : v)
+    p.push_back(&t);
   return p;
 }
 
-std::string param_name(const testing::TestParamInfo<std::string>& i) { return i.param; }
+std::string param_name(const testing::TestParamInfo<std::string>& i) {
+  return i.param;
+}
 
 class InterpreterRule : public testing::TestWithParam<std::string> {};
 

@@ -257,7 +257,8 @@ public:
     int n = u ? 1 : c.n;
     // A uniform load under a mask with no active lane (the side of a select no lane chose)
     // is not performed.
-    if (u && c.masked && std::none_of(c.mask.begin(), c.mask.begin() + c.n, [](uint8_t m) { return m; })) {
+    if (u && c.masked &&
+        std::none_of(c.mask.begin(), c.mask.begin() + c.n, [](uint8_t m) { return m; })) {
       o[0] = 0;
       return {o, u};
     }
