@@ -133,6 +133,41 @@ inline DiffCase region_fill_of_fragment() {
       });
 }
 
+/// (a'') A copy into a region of a register fragment: exactly acc[8:16, 0:64] is loaded (from
+/// D, out-of-bounds rows read 0), the rest of the accumulator keeps the gemm's values.
+inline DiffCase region_copy_into_fragment() {
+  DiffCase c;
+  c.name = "CopyIntoFragmentRegionKeepsTheRest";
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32), D("D", {M, N}, f32);
+  c.kernel = kernel("region_copy_in", {A, B, C, D}, grid(ceildiv(N, 64), ceildiv(M, 64)),
+                    threads(128), [&](Var bx, Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16);
+                      Tile Bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      pipelined(ceildiv(K, 32), 2, [&](Var k) {
+                        copy(A.tile(by * 64, k * 32), As);
+                        copy(B.tile(k * 32, bx * 64), Bs);
+                        gemm(As, Bs, acc);
+                      });
+                      copy(D.tile({by * 64 + 8, bx * 64}, {8, 64}), acc.region({8, 0}, {8, 64}));
+                      copy(acc, C.tile(by * 64, bx * 64));
+                    });
+  c.args = {ints(bf16, {75, 64}, 13), ints(bf16, {64, 64}, 14), sentinel(f32, {75, 64}),
+            ints(f32, {75, 64}, 15)};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t r = i % 64;
+        a[2].set(i * N + j, r >= 8 && r < 16 ? a[3].get(i * N + j) : dot(a[0], a[1], i, j));
+      }
+  };
+  return c;
+}
+
 /// (b) Tile atomic_add at an edge tile: out-of-bounds elements of the global side are dropped.
 inline DiffCase atomic_add_edge_tile() {
   DiffCase c;
@@ -389,6 +424,7 @@ struct NamedCase {
 inline std::vector<NamedCase> differential_cases() {
   return {{"RegionOfFragmentCopiesOnlyTheRegion", region_copy_from_fragment},
           {"FillOfFragmentRegionKeepsTheRest", region_fill_of_fragment},
+          {"CopyIntoFragmentRegionKeepsTheRest", region_copy_into_fragment},
           {"TileAtomicAddDropsOutOfBounds", atomic_add_edge_tile},
           {"SelectEvaluatesOnlyTheChosenSide", select_is_lazy},
           {"ElementAccessAtRankSix", rank6_elements},
