@@ -14,7 +14,12 @@ public:
   explicit Verifier(const KernelNode& k) : k_(k) {
     for (const Var& d : k.dims) bound_.insert(as<Variable>(d)->uid);
     for (const Var& b : k.block_vars) bound_.insert(as<Variable>(b)->uid);
-    for (const Buffer& p : k.params) live_.push_back({p->uid});
+    for (const Buffer& p : k.params) {
+      if (p->rank() > kMaxRank)
+        user_error(k.loc) << "kernel '" << k.name << "': tensor '" << p->name << "' has "
+                          << p->rank() << " dimensions; tensors have at most " << kMaxRank;
+      live_.push_back({p->uid});
+    }
     live_.push_back({});
   }
 
