@@ -35,8 +35,12 @@ std::vector<Expr> place(const LowerContext& cx, const ir::Region& r, const std::
 Expr read(const LowerContext& cx, const ir::Region& r, const std::vector<Expr>& c) {
   std::vector<Expr> idx = place(cx, r, c);
   Expr v = cx.load(r.buffer, idx);
-  if (r.buffer->scope == Scope::global)
-    v = ir::Select::make(cx.global_in_bounds(r.buffer, idx), v, Expr(0.0));
+  if (r.buffer->scope == Scope::global) {
+    // The zero must have the element's kind: a float 0.0 would turn an integer copy into a
+    // float one, rounding every word above 2^24.
+    Expr zero = is_float(r.buffer->dtype) ? Expr(0.0) : Expr(0);
+    v = ir::Select::make(cx.global_in_bounds(r.buffer, idx), v, zero);
+  }
   return v;
 }
 

@@ -342,6 +342,31 @@ inline DiffCase copy_out_of_bounds() {
   return c;
 }
 
+/// An integer copy through an edge tile keeps every bit: words above 2^24 (which a float would
+/// round) come through exactly, and reads past the end give integer 0.
+inline DiffCase copy_integers_exactly() {
+  DiffCase c;
+  c.name = "IntegerCopyIsExactAtEdgeTiles";
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, i32), C("C", {M, N}, i32);
+  c.kernel = kernel("copy_i32", {A, C}, grid(ceildiv(N, 32), ceildiv(M, 16)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile F = alloc_fragment({16, 32}, i32);
+                      copy(A.tile(by * 16, bx * 32), F);
+                      copy(F, C.tile(by * 16, bx * 32));
+                    });
+  HostTensor a(i32, {21, 45});
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.set(i, static_cast<double>(16777217 + 2 * i) * (i % 2 ? -1 : 1)); // odd, above 2^24
+  c.args = {a, sentinel(i32, {21, 45})};
+  c.outputs = {1};
+  c.expect = [](std::vector<HostTensor>& x) {
+    for (int64_t i = 0; i < x[0].numel(); ++i)
+      x[1].set(i, x[0].get(i));
+  };
+  return c;
+}
+
 /// fill of a tile and of a region of it, stored through an edge tile.
 inline DiffCase fill_region() {
   DiffCase c;
@@ -431,6 +456,7 @@ inline std::vector<NamedCase> differential_cases() {
           {"SharedTileReadAcrossWarpRolesIsOrdered", shared_index_between_warp_roles},
           {"LocalTileIsTheSameInEveryThread", local_tile},
           {"CopyReadsZeroAndDropsWritesOutOfBounds", copy_out_of_bounds},
+          {"IntegerCopyIsExactAtEdgeTiles", copy_integers_exactly},
           {"FillWritesExactlyItsRegion", fill_region},
           {"ReduceSumAndMaxAlongRows", reduce_rows},
           {"GemmAtOddExtents", gemm_odd_extents}};
