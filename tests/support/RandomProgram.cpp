@@ -120,9 +120,9 @@ private:
     return k < 4 ? f32 : k < 6 ? bf16 : k < 8 ? f16 : i32;
   }
   Scope tile_scope() {
-    int k = static_cast<int>(r_.range(0, 9));
-    if (k < 4) return Scope::shared;
-    if (k < 8 || !o_.local_tiles) return Scope::fragment;
+    int k = static_cast<int>(r_.range(0, 39));
+    if (k < 19) return Scope::shared;
+    if (k < 38 || !o_.local_tiles) return Scope::fragment;
     return Scope::local;
   }
 
@@ -186,6 +186,7 @@ private:
   int threads_ = 128;
   Expr bx_ = Expr(0), by_ = Expr(0), bz_ = Expr(0);
   int64_t blocks_ = 1;
+  bool grid3_ = false; // a z dimension: blocks differing only in z share 2-d boxes
   int loop_level_ = 0;
   std::vector<int64_t> trips_; // trip counts of the enclosing loops
   std::vector<Var> loop_vars_;
@@ -212,7 +213,9 @@ void Generator::make_tensors() {
     ti.spec.role = role;
     ti.spec.dtype = t;
     ti.spec.shape = shape;
-    const char* base = role == ArgSpec::Role::input ? "in" : role == ArgSpec::Role::output ? "out" : "acc";
+    const char* base = role == ArgSpec::Role::input    ? "in"
+                       : role == ArgSpec::Role::output ? "out"
+                                                       : "acc";
     ti.spec.name = base + std::to_string(tensors_.size());
     for (int64_t e : shape) {
       if (o_.dims && r_.chance(0.4))
@@ -251,7 +254,8 @@ void Generator::build() {
   static const std::vector<int64_t> dims = {1, 2, 3, 4, 5, 7, 8, 13, 16, 16, 32, 32, 64};
   tm_ = r_.pick(dims);
   tn_ = r_.pick(dims);
-  while (tm_ * tn_ > 2048) tn_ /= 2;
+  while (tm_ * tn_ > 2048)
+    tn_ /= 2;
   static const std::vector<int> thread_counts = {32, 64, 128, 128, 128, 256};
   threads_ = r_.pick(thread_counts);
   make_tensors();
@@ -259,19 +263,25 @@ void Generator::build() {
   Expr gx = ceildiv(o0.extent[1], Expr(tn_)), gy = ceildiv(o0.extent[0], Expr(tm_));
   blocks_ = ((o0.spec.shape[1] + tn_ - 1) / tn_) * ((o0.spec.shape[0] + tm_ - 1) / tm_);
   std::vector<Tensor> params;
-  for (const TensorInfo& t : tensors_) params.push_back(t.tensor);
+  for (const TensorInfo& t : tensors_)
+    params.push_back(t.tensor);
   std::string name = "rand" + std::to_string(p_.seed);
   int grid_rank = r_.chance(0.15) ? 3 : 2;
   if (grid_rank == 3) {
+    grid3_ = true;
     int64_t gz = r_.range(1, 2);
     blocks_ *= gz;
-    p_.kernel = kernel(name, params, grid(gx, gy, Expr(gz)), threads(threads_),
-                       [&](Var x, Var y, Var z) { body({x, y, z}); });
-  } else {
     p_.kernel =
-        kernel(name, params, grid(gx, gy), threads(threads_), [&](Var x, Var y) { body({x, y}); });
+        kernel(name, params, grid(gx, gy, Expr(gz)), threads(threads_), [&](Var x, Var y, Var z) {
+          body({x, y, z});
+        });
+  } else {
+    p_.kernel = kernel(name, params, grid(gx, gy), threads(threads_), [&](Var x, Var y) {
+      body({x, y});
+    });
   }
-  for (const TensorInfo& t : tensors_) p_.args.push_back(t.spec);
+  for (const TensorInfo& t : tensors_)
+    p_.args.push_back(t.spec);
 }
 
 void Generator::body(const std::vector<Var>& b) {
@@ -294,11 +304,15 @@ void Generator::stmt(int depth) {
   for (;;) {
     int k = static_cast<int>(r_.range(0, 13));
     switch (k) {
-    case 0: return s_alloc();
-    case 1: return s_copy_global();
-    case 2: return s_copy_tiles();
+    case 0:
+      return s_alloc();
+    case 1:
+      return s_copy_global();
+    case 2:
+      return s_copy_tiles();
     case 3:
-    case 4: return s_parallel();
+    case 4:
+      return s_parallel();
     case 5:
       if (!o_.reduce) continue;
       return s_reduce();
@@ -306,7 +320,8 @@ void Generator::stmt(int depth) {
     case 7:
       if (!o_.gemm) continue;
       return s_gemm();
-    case 8: return s_fill();
+    case 8:
+      return s_fill();
     case 9:
       if (!o_.conditionals || depth >= o_.max_depth) continue;
       return s_if(depth);
@@ -318,7 +333,7 @@ void Generator::stmt(int depth) {
       if (!o_.atomics) continue;
       return s_atomic();
     case 13:
-      if (!o_.local_tiles) continue;
+      if (!o_.local_tiles || r_.chance(0.6)) continue;
       return s_local_store();
     }
   }
@@ -395,7 +410,7 @@ std::vector<Expr> Generator::box_min(const TensorInfo& g, const std::vector<int6
     if (k < 6) return Expr(0);
     if (k < 8) return Expr(r_.range(1, std::max<int64_t>(1, ext / 2)));
     if (k < 9) return Expr(-r_.range(1, std::max<int64_t>(1, ext / 2))); // before the start
-    return Expr(r_.range(ext, 2 * ext)); // past the edge
+    return Expr(r_.range(ext, 2 * ext));                                 // past the edge
   };
   Expr k = loop_vars_.empty() ? Expr(0) : Expr(loop_vars_.back());
   bool use_k = !loop_vars_.empty() && r_.chance(0.7);
@@ -434,7 +449,7 @@ void Generator::s_copy_global() {
   }
   std::vector<int64_t> box = t->shape;
   if (trank < rank) box.insert(box.begin(), 1);
-  bool region = o_.regions && r_.chance(0.3);
+  bool region = o_.regions && r_.chance(0.3) && (t->scope != Scope::fragment || o_.frag_regions);
   if (region) {
     // A sub-box of the tile, read from the same-shaped box of the tensor.
     std::vector<Expr> tmin;
@@ -458,10 +473,12 @@ void Generator::s_copy_global() {
 }
 
 void Generator::s_copy_tiles() {
-  TileInfo* s = find_tile([&](const TileInfo& x) { return readable(x) && x.scope != Scope::local; });
+  TileInfo* s =
+      find_tile([&](const TileInfo& x) { return readable(x) && x.scope != Scope::local; });
   if (!s) return s_alloc();
-  bool region = o_.regions && r_.chance(0.35);
+  bool region = o_.regions && r_.chance(0.35) && (s->scope != Scope::fragment || o_.frag_regions);
   TileInfo* d = find_tile([&](const TileInfo& x) {
+    if (region && x.scope == Scope::fragment && !o_.frag_regions) return false;
     bool shape_ok = region ? x.shape.size() == s->shape.size() : x.shape == s->shape;
     return &x != s && shape_ok && writable(x) && x.scope != Scope::local &&
            s->bound <= cap_of(x.dtype) && (x.dtype != i32 || s->exact) &&
@@ -470,7 +487,7 @@ void Generator::s_copy_tiles() {
   if (!d) {
     if (loop_level_ > 0 && s->bound > kOuter) return;
     Scope sc = tile_scope();
-    if (sc == Scope::local) sc = Scope::shared;
+    if (sc == Scope::local || (region && !o_.frag_regions)) sc = Scope::shared;
     DType t = tile_dtype();
     if (s->bound > cap_of(t) || (t == i32 && !s->exact)) t = f32;
     d = new_tile(sc, t, s->shape);
@@ -573,8 +590,7 @@ Val Generator::leaf(bool allow_inexact) {
     if (k <= 6) {
       TileInfo* t = find_tile([&](const TileInfo& x) {
         return x.shape == pshape_ && readable(x) && x.scope != Scope::local &&
-               (allow_inexact || x.exact) &&
-               !(x.scope == Scope::fragment && x.shape.size() == 1);
+               (allow_inexact || x.exact) && !(x.scope == Scope::fragment && x.shape.size() == 1);
       });
       if (!t) continue;
       std::vector<Expr> idx(pvars_.begin(), pvars_.end());
@@ -652,15 +668,23 @@ Val Generator::expr(int depth, bool allow_inexact) {
     if (!ints) a = as_float(a), b = as_float(b);
     Val out{Expr(), 0, a.exact && b.exact, ints};
     switch (k) {
-    case 0: out.e = a.e + b.e, out.bound = a.bound + b.bound; break;
-    case 1: out.e = a.e - b.e, out.bound = a.bound + b.bound; break;
+    case 0:
+      out.e = a.e + b.e, out.bound = a.bound + b.bound;
+      break;
+    case 1:
+      out.e = a.e - b.e, out.bound = a.bound + b.bound;
+      break;
     case 2:
       if (a.bound * b.bound > kLimit) a = clamp(a, 64), b = clamp(b, 64);
       out.e = a.e * b.e, out.bound = a.bound * b.bound;
       out.is_int = a.is_int && b.is_int;
       break;
-    case 3: out.e = tp::min(a.e, b.e), out.bound = std::max(a.bound, b.bound); break;
-    case 4: out.e = tp::max(a.e, b.e), out.bound = std::max(a.bound, b.bound); break;
+    case 3:
+      out.e = tp::min(a.e, b.e), out.bound = std::max(a.bound, b.bound);
+      break;
+    case 4:
+      out.e = tp::max(a.e, b.e), out.bound = std::max(a.bound, b.bound);
+      break;
     }
     return fit(out);
   }
@@ -796,8 +820,7 @@ void Generator::s_reduce() {
   if (r_.chance(0.3)) {
     d = find_tile([&](const TileInfo& x) {
       return &x != s && x.shape == want && x.scope == Scope::shared && writable(x) &&
-             is_float(x.dtype) &&
-             b <= cap_of(x.dtype) && (!outer(x) || (b <= kOuter && s->exact));
+             is_float(x.dtype) && b <= cap_of(x.dtype) && (!outer(x) || (b <= kOuter && s->exact));
     });
     if (d) clear_dst = r_.chance(0.5) && !(outer(*d) && kind == Reduction::sum);
   }
@@ -812,10 +835,11 @@ void Generator::s_reduce() {
   double after = clear_dst ? b : (kind == Reduction::sum ? before + b : std::max(before, b));
   d->bound = std::max(before, after);
   d->exact = d->exact && s->exact;
-  feature(std::string("reduce_") + (kind == Reduction::max   ? "max"
-                                    : kind == Reduction::min ? "min"
-                                    : kind == Reduction::sum ? "sum"
-                                                             : "absmax") +
+  feature(std::string("reduce_") +
+          (kind == Reduction::max   ? "max"
+           : kind == Reduction::min ? "min"
+           : kind == Reduction::sum ? "sum"
+                                    : "absmax") +
           "_" + scope_tag(s->scope));
 }
 
@@ -829,6 +853,7 @@ void Generator::s_gemm() {
   if (r_.chance(0.15)) M = r_.range(1, 9), N = r_.range(1, 9), K = r_.range(1, 20);
   if (M * K > 4096) K = 16;
   DType t = r_.chance(0.45) ? bf16 : r_.chance(0.8) ? f16 : f32;
+  if (!o_.narrow_wgmma_b && N == 8 && t != f32) N = 16;
   bool ta = r_.chance(0.25), tb = r_.chance(0.3);
   std::vector<int64_t> ashape = ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
   std::vector<int64_t> bshape = tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
@@ -838,7 +863,9 @@ void Generator::s_gemm() {
              y.scope != Scope::local;
     });
     if (x && r_.chance(0.7)) return x;
-    Scope sc = a && r_.chance(0.3) ? Scope::fragment : r_.chance(0.1) ? Scope::fragment : Scope::shared;
+    Scope sc = a && r_.chance(0.3) ? Scope::fragment
+               : r_.chance(0.1)    ? Scope::fragment
+                                   : Scope::shared;
     double cap = init_cap_;
     bool exact = init_exact_;
     init_cap_ = 64, init_exact_ = true;
@@ -882,11 +909,12 @@ void Generator::s_gemm() {
 }
 
 void Generator::s_fill() {
-  TileInfo* t = find_tile([&](const TileInfo& x) { return writable(x) && x.scope != Scope::local; });
+  TileInfo* t =
+      find_tile([&](const TileInfo& x) { return writable(x) && x.scope != Scope::local; });
   if (!t) return s_alloc();
   int v = static_cast<int>(r_.range(-3, 3));
   Expr value = t->dtype == i32 ? Expr(v) : Expr(static_cast<double>(v));
-  if (o_.regions && r_.chance(0.4)) {
+  if (o_.regions && r_.chance(0.4) && (t->scope != Scope::fragment || o_.frag_regions)) {
     std::vector<Expr> m;
     std::vector<int64_t> ext;
     for (int64_t e : t->shape) {
@@ -940,7 +968,8 @@ void Generator::s_loop(int depth) {
   size_t mark = tiles_.size();
   // Outer tiles read in the loop may be written later in it (clamped to kOuter): read them as
   // if they were already.
-  for (TileInfo& t : tiles_) t.bound = std::max(t.bound, kOuter);
+  for (TileInfo& t : tiles_)
+    t.bound = std::max(t.bound, kOuter);
   ++loop_level_;
   trips_.push_back(n);
   auto body = [&](Var k) {
@@ -978,7 +1007,8 @@ void Generator::s_atomic() {
   for (TensorInfo& g : tensors_)
     if (g.spec.role == ArgSpec::Role::accum) acc = &g;
   double mult = static_cast<double>(blocks_);
-  for (int64_t n : trips_) mult *= static_cast<double>(n);
+  for (int64_t n : trips_)
+    mult *= static_cast<double>(n);
   if (!acc) {
     // Into a shared f32 tile of this loop level: element atomics from a parallel loop.
     TileInfo* s = find_tile([&](const TileInfo& x) {
@@ -1011,12 +1041,25 @@ void Generator::s_atomic() {
       return readable(x) && x.exact && x.scope != Scope::local && x.dtype == f32 &&
              x.shape.size() == rank && x.bound <= 16;
     });
+    if (!src && r_.chance(0.7)) {
+      // A fresh tile that fits in the tensor (its tile form needs f32 values below 16).
+      std::vector<int64_t> shape;
+      for (int64_t e : acc->spec.shape)
+        shape.push_back(r_.range(1, std::min<int64_t>(e, 16)));
+      double cap = init_cap_;
+      bool exact = init_exact_;
+      init_cap_ = 16, init_exact_ = true;
+      TileInfo* fresh = new_tile(r_.chance(0.5) ? Scope::shared : Scope::fragment, f32, shape);
+      init_cap_ = cap, init_exact_ = exact;
+      if (fresh->bound <= 16 && fresh->exact) src = fresh;
+    }
     if (!src) tile_form = false;
     if (src) {
       // The box: at the block's position (crosses the edge at ragged blocks: issue 14 (b)), or
       // at a fixed offset inside the tensor.
       bool fits = true;
-      for (size_t d = 0; d < rank; ++d) fits = fits && src->shape[d] <= acc->spec.shape[d];
+      for (size_t d = 0; d < rank; ++d)
+        fits = fits && src->shape[d] <= acc->spec.shape[d];
       std::vector<Expr> m;
       bool at_block = o_.tile_atomic_edge && r_.chance(0.6);
       if (!at_block && !fits) return;
@@ -1081,14 +1124,17 @@ void Generator::store_output(TensorInfo& out) {
   DType t = out.spec.dtype;
   auto ok = [&](const TileInfo& x) {
     size_t nonunit = 0;
-    for (int64_t e : x.shape) nonunit += e != 1;
+    for (int64_t e : x.shape)
+      nonunit += e != 1;
     return readable(x) && x.scope != Scope::local && x.bound <= cap_of(t) &&
            (t != i32 || x.exact) && x.shape.size() <= rank && (rank != 1 || nonunit <= 1);
   };
   TileInfo* src = find_tile(ok);
   if (!src) {
-    std::vector<int64_t> shape = rank == 1 ? std::vector<int64_t>{tn_} : std::vector<int64_t>{tm_, tn_};
-    src = new_tile(r_.chance(0.5) ? Scope::fragment : Scope::shared, r_.chance(0.5) ? f32 : t, shape);
+    std::vector<int64_t> shape =
+        rank == 1 ? std::vector<int64_t>{tn_} : std::vector<int64_t>{tm_, tn_};
+    src =
+        new_tile(r_.chance(0.5) ? Scope::fragment : Scope::shared, r_.chance(0.5) ? f32 : t, shape);
     if (src->scope == Scope::local) return;
   }
   // The block's own box: rows by*a.., columns bx*b.. (1-d: a block-linear offset), and for a
@@ -1096,10 +1142,12 @@ void Generator::store_output(TensorInfo& out) {
   std::vector<int64_t> box = src->shape;
   if (rank == 1) {
     int64_t n = 1;
-    for (int64_t e : src->shape) n *= e;
+    for (int64_t e : src->shape)
+      n *= e;
     box = {n};
   }
-  while (box.size() < rank) box.insert(box.begin(), 1);
+  while (box.size() < rank)
+    box.insert(box.begin(), 1);
   std::vector<Expr> m(rank);
   if (rank == 1) {
     m[0] = (by_ * Expr(128) + bx_ + bz_ * Expr(8192)) * box[0];
@@ -1112,18 +1160,21 @@ void Generator::store_output(TensorInfo& out) {
   // the z == 0 blocks only.
   auto store = [&] {
     int k = static_cast<int>(r_.range(0, 3));
-    if (k == 0 && o_.regions && (src->scope != Scope::fragment || o_.frag_region_to_global)) {
+    if (k == 0 && o_.regions && (src->scope != Scope::fragment || o_.frag_regions)) {
       std::vector<int64_t> ext = src->shape;
       std::vector<Expr> zero(ext.size(), Expr(0));
-      for (int64_t& e : ext) e = r_.range(1, e);
+      for (int64_t& e : ext)
+        e = r_.range(1, e);
       std::vector<int64_t> gbox = ext;
       if (rank == 1) {
         int64_t n = 1;
-        for (int64_t e : ext) n *= e;
+        for (int64_t e : ext)
+          n *= e;
         if (ext.size() != 1) return copy(src->tile, out.tensor.tile(m, box)); // keep it simple
         gbox = {n};
       }
-      while (gbox.size() < rank) gbox.insert(gbox.begin(), 1);
+      while (gbox.size() < rank)
+        gbox.insert(gbox.begin(), 1);
       copy(src->tile.region(zero, ext), out.tensor.tile(m, gbox));
       feature(src->scope == Scope::fragment ? "frag_region_store" : "region_store");
       return;
@@ -1153,7 +1204,7 @@ void Generator::store_output(TensorInfo& out) {
     if (k == 2 && (rank != 1 || src->shape.size() == 1)) return copy(src->tile, out.tensor.tile(m));
     copy(src->tile, out.tensor.tile(m, box));
   };
-  bool whole_depth = rank == 3 && box[0] != 1;
+  bool whole_depth = (rank == 3 && box[0] != 1) || (rank == 2 && grid3_);
   if (whole_depth) {
     if_then(bz_ == Expr(0), store);
   } else {
@@ -1180,7 +1231,8 @@ std::vector<HostTensor> make_args(const RandomProgram& p, uint64_t seed) {
     if (a.role == ArgSpec::Role::output) {
       h.poison();
     } else {
-      for (int64_t i = 0; i < h.numel(); ++i) h.set(i, static_cast<double>(r.range(-3, 3)));
+      for (int64_t i = 0; i < h.numel(); ++i)
+        h.set(i, static_cast<double>(r.range(-3, 3)));
     }
     out.push_back(std::move(h));
   }
@@ -1206,7 +1258,8 @@ std::string compare_outputs(const RandomProgram& p, const std::vector<HostTensor
         idx[d] = rem % w.shape()[d];
         rem /= w.shape()[d];
       }
-      for (size_t d = 0; d < idx.size(); ++d) os << (d ? ", " : "") << idx[d];
+      for (size_t d = 0; d < idx.size(); ++d)
+        os << (d ? ", " : "") << idx[d];
       int64_t bad = 0;
       for (int64_t j = 0; j < w.numel(); ++j) {
         double x = w.get(j), y = g.get(j);
@@ -1227,14 +1280,16 @@ std::string describe(const RandomProgram& p) {
   os << "seed " << p.seed << ", args:";
   for (const ArgSpec& a : p.args) {
     os << " " << a.name << ":" << dtype_name(a.dtype) << "[";
-    for (size_t d = 0; d < a.shape.size(); ++d) os << (d ? "," : "") << a.shape[d];
+    for (size_t d = 0; d < a.shape.size(); ++d)
+      os << (d ? "," : "") << a.shape[d];
     os << "]"
        << (a.role == ArgSpec::Role::input    ? "in"
            : a.role == ArgSpec::Role::output ? "out"
                                              : "acc");
   }
   os << "\nfeatures:";
-  for (const std::string& f : p.features) os << " " << f;
+  for (const std::string& f : p.features)
+    os << " " << f;
   os << "\n" << ir::to_string(p.kernel.node()) << "\n";
   return os.str();
 }

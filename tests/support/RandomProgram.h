@@ -17,19 +17,26 @@
 namespace tp::testing {
 
 struct GenOptions {
-  int max_stmts = 7;  // top-level statements before the stores of the outputs
-  int max_depth = 2;  // nesting of loops and conditionals
+  int max_stmts = 7; // top-level statements before the stores of the outputs
+  int max_depth = 2; // nesting of loops and conditionals
   bool gemm = true, reduce = true, atomics = true, loops = true, pipelined = true;
   bool conditionals = true, select = true, casts = true, exp2 = true, regions = true;
-  bool dims = true;   // tensor extents as Dims bound at launch (else constants)
-  bool rank3 = true;  // 3-d tensors and tiles
+  bool dims = true;  // tensor extents as Dims bound at launch (else constants)
+  bool rank3 = true; // 3-d tensors and tiles
   // Constructs that known bugs break (issue 14 (a)-(d) and alloc_local); on by default so that
   // the tests can turn them on once the fixes are merged.
-  bool frag_region_to_global = true; // (a) copy(frag.region(..), G.tile(..))
-  bool tile_atomic_edge = true;      // (b) tile atomic_add whose box crosses a tensor's edge
-  bool guarded_select_loads = true;  // (c) select(in_bounds, A(r, c), 0)
-  bool rank5 = true;                 // (d) a 5-d input tensor read element-wise
-  bool local_tiles = true;           // alloc_local (CUDA: no shared layout for local tiles)
+  // (a) regions of fragments: copy(frag.region(..), G.tile(..)), and the same family found by
+  // this generator: region copies to or from a fragment and fill(frag.region(..)) act on the
+  // whole register fragment on CUDA, and a region with a unit dimension is an internal error
+  // ("copy coordinates do not match the box", LowerCopy.cpp).
+  bool frag_regions = true;
+  // Found by this generator: a gemm with N = 8 (B's rows 16 bytes) on sm_90a is an internal
+  // error, "wgmma operand ... is not swizzled" (LowerGemm.cpp).
+  bool narrow_wgmma_b = true;
+  bool tile_atomic_edge = true;     // (b) tile atomic_add whose box crosses a tensor's edge
+  bool guarded_select_loads = true; // (c) select(in_bounds, A(r, c), 0)
+  bool rank5 = true;                // (d) a 5-d input tensor read element-wise
+  bool local_tiles = true;          // alloc_local (CUDA: no shared layout for local tiles)
 };
 
 struct ArgSpec {
