@@ -1133,8 +1133,12 @@ void Generator::store_output(TensorInfo& out) {
   if (!src) {
     std::vector<int64_t> shape =
         rank == 1 ? std::vector<int64_t>{tn_} : std::vector<int64_t>{tm_, tn_};
+    double cap = init_cap_;
+    init_cap_ = 64; // inside every output dtype's range
+    init_exact_ = t == i32;
     src =
         new_tile(r_.chance(0.5) ? Scope::fragment : Scope::shared, r_.chance(0.5) ? f32 : t, shape);
+    init_cap_ = cap, init_exact_ = false;
     if (src->scope == Scope::local) return;
   }
   // The block's own box: rows by*a.., columns bx*b.. (1-d: a block-linear offset), and for a
