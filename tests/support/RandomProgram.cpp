@@ -18,6 +18,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "ir/IR.h"
@@ -154,6 +155,7 @@ private:
   void s_parallel(TileInfo* dst_hint = nullptr);
   void s_reduce();
   void s_gemm();
+  void s_gemm_pipeline();
   void s_fill();
   void s_if(int depth);
   void s_loop(int depth);
@@ -195,6 +197,15 @@ private:
   std::vector<Var> pvars_;
   std::vector<const TileInfo*> pwritten_;
   bool pfrag_1d_used_ = false;
+  // A top-level pipelined gemm over two 16-bit inputs (the warp-specialized TMA path on sm_90a
+  // when nothing else writes its staged tiles): input indices, tile sizes, trip count.
+  struct Pipe {
+    size_t a = 0, b = 0;
+    int64_t M = 64, N = 32, K = 16, trips = 1;
+    DType t = bf16;
+    bool trans_b = false;
+  };
+  std::optional<Pipe> pipe_;
   int stmt_budget_ = 0;
 };
 
@@ -244,6 +255,26 @@ void Generator::make_tensors() {
   for (int k = 0; k < n_in; ++k)
     add(ArgSpec::Role::input, r_.pick(in_types), shape_of(rank()));
   if (accum) add(ArgSpec::Role::accum, f32, shape_of(r_.chance(0.8) ? 2 : 1));
+  if (o_.gemm && o_.pipelined && r_.chance(0.25)) {
+    static const std::vector<int64_t> ms = {64, 64, 128}, ns = {16, 32, 64}, ks = {16, 32, 64};
+    Pipe q;
+    q.M = tm_ >= 16 && tm_ <= 128 && r_.chance(0.5) ? tm_ : r_.pick(ms);
+    q.N = tn_ >= 16 && tn_ <= 64 && r_.chance(0.5) ? tn_ : r_.pick(ns);
+    if (o_.narrow_wgmma_b && r_.chance(0.1)) q.N = 8;
+    q.K = r_.pick(ks);
+    q.t = r_.chance(0.6) ? bf16 : f16;
+    q.trans_b = r_.chance(0.3);
+    // K: odd, or a multiple of 8 elements so that rows are 16-byte aligned for TMA.
+    int64_t k = r_.chance(0.5) ? 8 * r_.range(1, 8) : r_.range(1, 70);
+    q.trips = (k + q.K - 1) / q.K;
+    q.a = tensors_.size();
+    add(ArgSpec::Role::input, q.t, {r_.range(1, 70), k});
+    q.b = tensors_.size();
+    int64_t n = r_.chance(0.5) ? 8 * r_.range(1, 8) : r_.range(1, 70);
+    add(ArgSpec::Role::input, q.t,
+        q.trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+    pipe_ = q;
+  }
   if (o_.rank5 && r_.chance(0.05)) {
     add(ArgSpec::Role::input, f32, {2, 1, 3, 2, 5});
     feature("rank5");
@@ -289,7 +320,15 @@ void Generator::body(const std::vector<Var>& b) {
   by_ = b[1];
   if (b.size() > 2) bz_ = b[2];
   stmt_budget_ = 3 * o_.max_stmts;
-  stmts(static_cast<int>(r_.range(1, o_.max_stmts)), 0);
+  int n = static_cast<int>(r_.range(1, o_.max_stmts));
+  if (pipe_) {
+    int at = static_cast<int>(r_.range(0, n - 1));
+    stmts(at, 0);
+    s_gemm_pipeline();
+    stmts(n - at - 1, 0);
+  } else {
+    stmts(n, 0);
+  }
   store_outputs();
 }
 
@@ -908,6 +947,54 @@ void Generator::s_gemm() {
           scope_tag(B->scope));
 }
 
+/// C += A(by, k) * B(k, bx) over the K extent of two 16-bit inputs, in a pipelined loop at the
+/// top level: its copies feed shared tiles (allocated before the loop or in it) that nothing
+/// else writes, so sm_90a lowers it warp-specialized with TMA where rows are 16-byte aligned.
+void Generator::s_gemm_pipeline() {
+  const Pipe q = *pipe_;
+  const TensorInfo &A = tensors_[q.a], &B = tensors_[q.b];
+  TileInfo* C = new_tile(Scope::fragment, f32, {q.M, q.N});
+  std::vector<int64_t> bshape =
+      q.trans_b ? std::vector<int64_t>{q.N, q.K} : std::vector<int64_t>{q.K, q.N};
+  bool inside = r_.chance(0.5);
+  auto staged = [&](std::vector<int64_t> shape) {
+    tiles_.push_back(TileInfo{alloc_shared(shape, q.t), Scope::shared, q.t, shape, 4, true,
+                              loop_level_, 0, true});
+    return &tiles_.back();
+  };
+  TileInfo *As = nullptr, *Bs = nullptr;
+  if (!inside) As = staged({q.M, q.K}), Bs = staged(bshape);
+  size_t mark = tiles_.size();
+  for (TileInfo& t : tiles_)
+    t.bound = std::max(t.bound, kOuter);
+  ++loop_level_;
+  trips_.push_back(q.trips);
+  int stages = static_cast<int>(r_.range(1, 4));
+  pipelined(ceildiv(A.extent[1], Expr(q.K)), stages, [&](Var k) {
+    loop_vars_.push_back(k);
+    if (inside) As = staged({q.M, q.K}), Bs = staged(bshape);
+    copy(A.tensor.tile(by_ * q.M, k * q.K), As->tile);
+    if (q.trans_b)
+      copy(B.tensor.tile(bx_ * q.N, k * q.K), Bs->tile);
+    else
+      copy(B.tensor.tile(k * q.K, bx_ * q.N), Bs->tile);
+    As->uninit = Bs->uninit = false;
+    GemmOptions go;
+    go.trans_b = q.trans_b;
+    gemm(As->tile, Bs->tile, C->tile, go);
+    C->locked_level = loop_level_; // accumulating: unreadable until the loop ends
+    stmts(static_cast<int>(r_.range(0, 2)), 1);
+    loop_vars_.pop_back();
+  });
+  tiles_.erase(tiles_.begin() + static_cast<std::ptrdiff_t>(mark), tiles_.end());
+  trips_.pop_back();
+  --loop_level_;
+  C->locked_level = 0;
+  C->bound += static_cast<double>(q.trips * q.K) * 9;
+  feature("pipelined_gemm");
+  feature(inside ? "pipelined_gemm_tiles_inside" : "pipelined_gemm_tiles_outside");
+}
+
 void Generator::s_fill() {
   TileInfo* t =
       find_tile([&](const TileInfo& x) { return writable(x) && x.scope != Scope::local; });
@@ -963,7 +1050,7 @@ void Generator::s_if(int depth) {
 
 void Generator::s_loop(int depth) {
   int kind = static_cast<int>(r_.range(0, 2));
-  if (kind == 2 && !o_.pipelined) kind = 0;
+  if (kind == 2 && (!o_.pipelined || pipe_)) kind = 0; // the pipelined gemm is the only one
   int64_t n = r_.range(1, 4);
   size_t mark = tiles_.size();
   // Outer tiles read in the loop may be written later in it (clamped to kOuter): read them as
