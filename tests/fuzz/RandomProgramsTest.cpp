@@ -217,6 +217,8 @@ TEST(RandomPrograms, CoverEveryConstruct) {
                         "pipelined",
                         "atomic_elem",
                         "atomic_tile",
+                        "pipelined_gemm",
+                        "pipelined_gemm_tiles_inside",
                         "atomic_shared",
                         "local_store",
                         "local_read",

@@ -70,6 +70,7 @@ struct TileInfo {
   int loop_level = 0;   // loops enclosing the allocation
   int locked_level = 0; // nonzero: accumulated by a gemm of the loop at this level
   bool uninit = true;   // being initialized: not readable yet
+  int gemm_c = 0;       // accumulator of: 1 a tensor-core shaped gemm, 2 a plain-loop one
 };
 
 struct TensorInfo {
@@ -894,17 +895,22 @@ void Generator::s_gemm() {
   DType t = r_.chance(0.45) ? bf16 : r_.chance(0.8) ? f16 : f32;
   if (!o_.narrow_wgmma_b && N == 8 && t != f32) N = 16;
   bool ta = r_.chance(0.25), tb = r_.chance(0.3);
+  // Operand scopes: a gemm that runs as a plain loop (f32, odd shapes, B in a fragment, A in a
+  // transposed fragment) needs every operand outside registers, so it takes shared operands and
+  // an accumulator that no tensor-core gemm shares.
+  bool plain = t == f32 || M % 16 != 0 || N % 8 != 0 || K % 16 != 0;
+  bool b_frag = r_.chance(0.1), a_frag = !plain && !b_frag && r_.chance(0.3);
+  if (b_frag) plain = true;
+  if (a_frag) ta = false;
   std::vector<int64_t> ashape = ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
   std::vector<int64_t> bshape = tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
   auto operand = [&](const std::vector<int64_t>& shape, bool a) -> TileInfo* {
+    Scope sc = (a ? a_frag : b_frag) ? Scope::fragment : Scope::shared;
     TileInfo* x = find_tile([&](const TileInfo& y) {
       return y.shape == shape && y.dtype == t && readable(y) && y.bound <= 64 && y.exact &&
-             y.scope != Scope::local;
+             y.scope == sc && (sc == Scope::shared || y.gemm_c == 0);
     });
     if (x && r_.chance(0.7)) return x;
-    Scope sc = a && r_.chance(0.3) ? Scope::fragment
-               : r_.chance(0.1)    ? Scope::fragment
-                                   : Scope::shared;
     double cap = init_cap_;
     bool exact = init_exact_;
     init_cap_ = 64, init_exact_ = true;
@@ -918,9 +924,10 @@ void Generator::s_gemm() {
   std::vector<int64_t> cshape = {M, N};
   TileInfo* C = find_tile([&](const TileInfo& y) {
     return y.shape == cshape && y.dtype == f32 && y.scope == Scope::fragment && writable(y) &&
-           y.exact && &y != A && &y != B;
+           y.exact && &y != A && &y != B && y.gemm_c == (plain ? 2 : 1);
   });
   if (!C || r_.chance(0.4)) C = new_tile(Scope::fragment, f32, cshape);
+  C->gemm_c = plain ? 2 : 1;
   bool clear_c = r_.chance(0.3);
   double mult = 1;
   if (outer(*C)) {
@@ -954,6 +961,7 @@ void Generator::s_gemm_pipeline() {
   const Pipe q = *pipe_;
   const TensorInfo &A = tensors_[q.a], &B = tensors_[q.b];
   TileInfo* C = new_tile(Scope::fragment, f32, {q.M, q.N});
+  C->gemm_c = 1;
   std::vector<int64_t> bshape =
       q.trans_b ? std::vector<int64_t>{q.N, q.K} : std::vector<int64_t>{q.K, q.N};
   bool inside = r_.chance(0.5);
