@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "ProgramBatch.h"
 #include "RandomProgram.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
@@ -255,6 +256,27 @@ TEST(RandomPrograms, SampleCompilesThroughNvrtc) {
     ++compiled;
   }
   EXPECT_GE(compiled, 3);
+}
+
+// The GPU suite's path up to the launch, on two threads: programs with the GPU options build,
+// lower for sm_90a, compile through NVRTC and run on the interpreter, and the interpreter writes
+// some output element of most of them (a program writing nothing compares nothing).
+TEST(RandomPrograms, GpuBatchPreparesWithoutALaunch) {
+  std::vector<Job> jobs = prepare_batch(0, 12, gpu_options(), "sm_90a", 2);
+  int written = 0;
+  for (const Job& j : jobs) {
+    EXPECT_TRUE(j.failure.empty()) << "seed " << j.seed << ": " << j.failure << "\n"
+                                   << describe(j.p);
+    if (!j.failure.empty() || !j.rejected.empty()) continue;
+    EXPECT_FALSE(j.lk.source.empty()) << "seed " << j.seed;
+    bool any = false;
+    for (size_t k = 0; k < j.p.args.size(); ++k)
+      if (j.p.args[k].role == ArgSpec::Role::output)
+        for (int64_t i = 0; i < j.want[k].numel() && !any; ++i)
+          any = j.want[k].get(i) == j.want[k].get(i) && j.want[k].get(i) != INT32_MIN;
+    written += any;
+  }
+  EXPECT_GE(written, 8) << "most programs should write some output element";
 }
 
 // TODO(issue 14 (b)-(d)): with the known-bug constructs on, the interpreter rejects or fails on
