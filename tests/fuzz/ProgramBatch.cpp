@@ -56,6 +56,7 @@ GenOptions gpu_options() {
   o.guarded_select_loads = false; // TODO(issue 14 (c)): interpreter evaluates both sides
   o.rank5 = false;                // TODO(issue 14 (d)): rank > 4 element access
   o.local_tiles = false;          // TODO(alloc_local): no shared layout for local tiles
+  o.ws_shared_index = false;      // TODO(issue 14 (e)): no barrier before the TMA producer reads
   return o;
 }
 

@@ -965,6 +965,17 @@ void Generator::s_gemm_pipeline() {
   std::vector<int64_t> bshape =
       q.trans_b ? std::vector<int64_t>{q.N, q.K} : std::vector<int64_t>{q.K, q.N};
   bool inside = r_.chance(0.5);
+  // A row offset that the block's threads compute into a shared tile before the loop, read by
+  // the loop's copies (a grouped gemm's group index): issue 14 (e), the warp-specialized producer
+  // reads it with no barrier after the consumers' write.
+  Expr row_off(0);
+  if (o_.ws_shared_index && r_.chance(0.3)) {
+    Tile g = alloc_shared({2}, i32);
+    int64_t m = r_.range(2, 5);
+    parallel({2}, [&](Var i) { g(i) = (Expr(i) + bx_ + by_) % Expr(static_cast<int>(m)); });
+    row_off = g(Expr(static_cast<int>(r_.range(0, 1))));
+    feature("ws_shared_index");
+  }
   auto staged = [&](std::vector<int64_t> shape) {
     tiles_.push_back(TileInfo{alloc_shared(shape, q.t), Scope::shared, q.t, shape, 4, true,
                               loop_level_, 0, true});
@@ -981,7 +992,7 @@ void Generator::s_gemm_pipeline() {
   pipelined(ceildiv(A.extent[1], Expr(q.K)), stages, [&](Var k) {
     loop_vars_.push_back(k);
     if (inside) As = staged({q.M, q.K}), Bs = staged(bshape);
-    copy(A.tensor.tile(by_ * q.M, k * q.K), As->tile);
+    copy(A.tensor.tile(by_ * q.M + row_off, k * q.K), As->tile);
     if (q.trans_b)
       copy(B.tensor.tile(bx_ * q.N, k * q.K), Bs->tile);
     else

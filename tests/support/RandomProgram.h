@@ -37,6 +37,7 @@ struct GenOptions {
   bool guarded_select_loads = true; // (c) select(in_bounds, A(r, c), 0)
   bool rank5 = true;                // (d) a 5-d input tensor read element-wise
   bool local_tiles = true;          // alloc_local (CUDA: no shared layout for local tiles)
+  bool ws_shared_index = true;      // (e) a pipelined copy's offset read from a shared tile
 };
 
 struct ArgSpec {
