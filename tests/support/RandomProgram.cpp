@@ -11,6 +11,8 @@
 //  - bounds: every value stays below 2^24 in f32 (clamped where it could grow), so sums in any
 //    order are exact; inside loops writes to outer tiles are clamped to 64, and a gemm
 //    accumulating into an outer tile locks it (unreadable) until the loop ends.
+// The file is long (about 1,400 lines) on purpose: these rules interlock across every statement
+// kind, and one class in one file lets a reader check each kind against all of them.
 #include "RandomProgram.h"
 
 #include <algorithm>
@@ -147,7 +149,6 @@ private:
   TileInfo* new_tile(Scope s, DType t, std::vector<int64_t> shape);
   void init_tile(TileInfo& t);
   TileInfo* find_tile(const std::function<bool(const TileInfo&)>& ok);
-  TileInfo* some_tile(const std::vector<int64_t>& shape, bool need_readable);
 
   // Statements.
   void s_alloc();
@@ -175,7 +176,6 @@ private:
 
   /// Offsets of a tile box of `tensor` near this block's tile (sometimes past the edge).
   std::vector<Expr> box_min(const TensorInfo& g, const std::vector<int64_t>& box);
-  Expr row_of_block(int64_t a) { return by_ * a; }
 
   Rng r_;
   const GenOptions& o_;
@@ -429,12 +429,6 @@ TileInfo* Generator::find_tile(const std::function<bool(const TileInfo&)>& ok) {
     if (ok(tiles_[i])) c.push_back(i);
   if (c.empty()) return nullptr;
   return &tiles_[r_.pick(c)];
-}
-
-TileInfo* Generator::some_tile(const std::vector<int64_t>& shape, bool need_readable) {
-  return find_tile([&](const TileInfo& t) {
-    return t.shape == shape && (!need_readable || readable(t)) && t.scope != Scope::local;
-  });
 }
 
 void Generator::s_alloc() {
