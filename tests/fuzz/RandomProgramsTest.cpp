@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -91,6 +93,7 @@ Outcome check_program(uint64_t seed, const GenOptions& o, RandomProgram* out) {
   if (!r.failure.empty()) return r;
   r.failure = guarded("verifier", false, &unused, [&] { ir::verify(p.kernel.node()); });
   if (!r.failure.empty()) return r;
+  std::string inexact;
   r.failure = guarded("interpreter", false, &unused, [&] {
     std::vector<HostTensor> args = make_args(p, seed);
     std::vector<HostTensor*> ptrs;
@@ -99,7 +102,23 @@ Outcome check_program(uint64_t seed, const GenOptions& o, RandomProgram* out) {
     cpu::InterpretOptions io;
     io.threads = 1;
     cpu::interpret(p.kernel, ptrs, io);
+    // The generator's promise that makes the GPU comparison exact: every output value is
+    // finite and an integer below 2^24 (or within its tolerance when exp2 was used).
+    for (size_t k = 0; k < args.size() && inexact.empty(); ++k) {
+      if (p.args[k].role == ArgSpec::Role::input) continue;
+      for (int64_t i = 0; i < args[k].numel(); ++i) {
+        double v = args[k].get(i);
+        if (std::isnan(v) || (args[k].dtype() == DType::i32 && v == INT32_MIN)) continue;
+        bool ok = std::isfinite(v) && std::abs(v) < (1 << 24) && (p.atol > 0 || v == std::trunc(v));
+        if (!ok) {
+          inexact = "generator: output '" + p.args[k].name + "' holds " + std::to_string(v) +
+                    " at flat index " + std::to_string(i) + ", not a small exact value";
+          break;
+        }
+      }
+    }
   });
+  if (r.failure.empty()) r.failure = inexact;
   if (!r.failure.empty()) return r;
   // TODO(alloc_local on CUDA): lowering a local tile is "buffer local0 has no shared layout".
   if (p.uses("local")) return r;
