@@ -1,0 +1,95 @@
+// See ProgramBatch.h.
+#include "ProgramBatch.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "codegen/cpu/Interpreter.h"
+#include "ir/Verifier.h"
+#include "runtime/Jit.h"
+
+namespace tp::testing {
+
+namespace {
+
+/// The variant CudaKernel::launch picks: TMA unless a TMA-loaded tensor's rows are not 16-byte
+/// multiples (device buffers are 256-byte aligned).
+cuda::LoweredKernel lower_for_launch(const RandomProgram& p, const std::string& arch) {
+  passes::Target t = passes::Target::parse(arch);
+  cuda::LoweredKernel lk = cuda::lower_kernel(p.kernel, t);
+  for (const cuda::TmaParam& tp : lk.tmas) {
+    const ArgSpec& a = p.args.at(static_cast<size_t>(tp.param));
+    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) {
+      t.allow_tma = false;
+      return cuda::lower_kernel(p.kernel, t);
+    }
+  }
+  return lk;
+}
+
+void prepare_on_worker(Job& j, const std::string& arch) {
+  try {
+    if (j.rejected.empty())
+      rt::jit_compile_only(j.lk.source, j.lk.entry, j.lk.canonical_ir, arch, {});
+    j.want = j.init;
+    std::vector<HostTensor*> ptrs;
+    for (HostTensor& h : j.want)
+      ptrs.push_back(&h);
+    cpu::InterpretOptions io;
+    io.threads = 1;
+    cpu::interpret(j.p.kernel, ptrs, io);
+  } catch (const std::exception& e) {
+    j.failure = std::string("before launch: ") + e.what();
+  }
+}
+
+} // namespace
+
+GenOptions gpu_options() {
+  GenOptions o;
+  const char* all = std::getenv("TILEPILOT_RANDPROG_ALL");
+  if (all && std::string(all) == "1") return o;
+  o.frag_regions = false;         // TODO(issue 14 (a)): CUDA acts on the whole fragment
+  o.narrow_wgmma_b = false;       // TODO(new): sm_90a gemm with N = 8 asserts in LowerGemm.cpp
+  o.tile_atomic_edge = false;     // TODO(issue 14 (b)): interpreter throws, CUDA unguarded
+  o.guarded_select_loads = false; // TODO(issue 14 (c)): interpreter evaluates both sides
+  o.rank5 = false;                // TODO(issue 14 (d)): rank > 4 element access
+  o.local_tiles = false;          // TODO(alloc_local): no shared layout for local tiles
+  o.ws_shared_index = false;      // TODO(issue 14 (e)): no barrier before the TMA producer reads
+  return o;
+}
+
+std::vector<Job> prepare_batch(uint64_t start, size_t n, const GenOptions& o,
+                               const std::string& arch, unsigned workers) {
+  std::vector<Job> jobs(n);
+  for (size_t k = 0; k < n; ++k) {
+    Job& j = jobs[k];
+    j.seed = start + k;
+    try {
+      j.p = make_random_program(j.seed, o);
+      ir::verify(j.p.kernel.node());
+      j.init = make_args(j.p, j.seed);
+      j.lk = lower_for_launch(j.p, arch);
+    } catch (const UserError& e) {
+      if (!j.p.kernel.defined() || j.init.empty())
+        j.failure = std::string("generator: ") + e.what();
+      else
+        j.rejected = e.what();
+    } catch (const std::exception& e) {
+      j.failure = std::string("build or lower: ") + e.what();
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < std::max(1u, workers); ++w)
+    pool.emplace_back([&] {
+      for (size_t k; (k = next++) < jobs.size();)
+        if (jobs[k].failure.empty()) prepare_on_worker(jobs[k], arch);
+    });
+  for (std::thread& t : pool)
+    t.join();
+  return jobs;
+}
+
+} // namespace tp::testing

@@ -1,0 +1,31 @@
+// A batch of random programs made ready for the GPU: built, verified and lowered on the calling
+// thread, then compiled through NVRTC into the kernel cache and run on the interpreter on worker
+// threads, so that only the launches are left. GpuRandomPrograms uses it on the H200; a CPU test
+// runs the same path (everything but the launch) in CI.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "RandomProgram.h"
+#include "codegen/cuda/LoweredKernel.h"
+
+namespace tp::testing {
+
+struct Job {
+  uint64_t seed = 0;
+  RandomProgram p;
+  std::vector<HostTensor> init, want; // arguments before the run; after it on the interpreter
+  cuda::LoweredKernel lk;             // the variant CudaKernel will pick for these arguments
+  std::string rejected;               // a UserError of lowering: a backend restriction, skipped
+  std::string failure;                // anything else, before the launch
+};
+
+/// The generator's options for the GPU comparison: constructs of known bugs off unless
+/// TILEPILOT_RANDPROG_ALL=1.
+GenOptions gpu_options();
+
+/// Programs [start, start + n) for `arch`, prepared on `workers` threads.
+std::vector<Job> prepare_batch(uint64_t start, size_t n, const GenOptions& o,
+                               const std::string& arch, unsigned workers);
+
+} // namespace tp::testing
