@@ -162,6 +162,12 @@ private:
     if (t_.wgmma() && f16 && whole && threads % 128 == 0) {
       int W = threads / 128;
       bool shape_ok = M % (64 * W) == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0;
+      // wgmma reads its shared operands through swizzled layouts, which need rows of a multiple
+      // of 32 bytes (assign_shared_layouts); a [K, 8] bf16 B tile has 16-byte rows.
+      auto swizzlable = [](const Buffer& b) {
+        return b->const_shape().back() * dtype_bytes(b->dtype) % 32 == 0;
+      };
+      shape_ok = shape_ok && swizzlable(B) && (A->scope != Scope::shared || swizzlable(A));
       if (shape_ok && B->scope == Scope::shared) {
         if (A->scope == Scope::shared) {
           kind = GemmKind::wgmma_ss;

@@ -3,7 +3,7 @@
 // and every output element must agree (bit for bit, or within the program's tolerance when it
 // uses exp2). A mismatch prints the seed, the first differing index and values and the program.
 // Batches: TILEPILOT_RANDPROG_SEEDS (default 1000) programs from TILEPILOT_RANDPROG_START
-// (default 0); TILEPILOT_RANDPROG_ALL=1 turns the known-bug constructs on. NVRTC (about
+// (default 0), every construct of the generator on. NVRTC (about
 // 0.3-1 s a kernel) and the interpreter run on up to 16 threads, batch by batch, ahead of the
 // launches, so 1000 programs should take one to two minutes on the H200's 16 cores.
 #include <gtest/gtest.h>

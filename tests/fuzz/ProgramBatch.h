@@ -20,8 +20,7 @@ struct Job {
   std::string failure;                // anything else, before the launch
 };
 
-/// The generator's options for the GPU comparison: constructs of known bugs off unless
-/// TILEPILOT_RANDPROG_ALL=1.
+/// The generator's options for the GPU comparison (every construct).
 GenOptions gpu_options();
 
 /// Programs [start, start + n) for `arch`, prepared on `workers` threads.

@@ -29,15 +29,10 @@ int64_t env_int(const char* name, int64_t fallback) {
   return v && *v ? std::atoll(v) : fallback;
 }
 
-/// Options for the CPU side: constructs the interpreter mishandles today are off.
+/// Options for the CPU side: every construct is on (the issue 14 (a)-(e), alloc_local and
+/// narrow-wgmma fixes landed).
 GenOptions cpu_options() {
-  GenOptions o;
-  o.tile_atomic_edge = false; // TODO(issue 14 (b)): interpreter throws "out-of-bounds atomic_add"
-  o.guarded_select_loads = false; // TODO(issue 14 (c)): interpreter evaluates both sides of select
-  o.rank5 = false;                // TODO(issue 14 (d)): "more than 4 dimensions" internal error
-  o.frag_regions = false;   // TODO(issue 14 (a)): fragment regions; unit dims are internal errors
-  o.narrow_wgmma_b = false; // TODO(new): sm_90a gemm with N = 8 asserts in LowerGemm.cpp
-  return o;
+  return GenOptions{};
 }
 
 /// A message with its specifics (names in quotes, layouts in parentheses, indices in brackets)
@@ -120,8 +115,6 @@ Outcome check_program(uint64_t seed, const GenOptions& o, RandomProgram* out) {
   });
   if (r.failure.empty()) r.failure = inexact;
   if (!r.failure.empty()) return r;
-  // TODO(alloc_local on CUDA): lowering a local tile is "buffer local0 has no shared layout".
-  if (p.uses("local")) return r;
   for (const char* arch : {"sm_90a", "sm_90a-notma", "sm_80"}) {
     passes::Target t = passes::Target::parse(std::string(arch).substr(0, 6));
     t.allow_tma = std::string(arch) != "sm_90a-notma";
@@ -296,28 +289,6 @@ TEST(RandomPrograms, GpuBatchPreparesWithoutALaunch) {
     written += any;
   }
   EXPECT_GE(written, 8) << "most programs should write some output element";
-}
-
-// TODO(issue 14 (b)-(d)): with the known-bug constructs on, the interpreter rejects or fails on
-// some programs. Enable once the fixes are merged (then fold these options into cpu_options()).
-TEST(RandomPrograms, DISABLED_KnownBugConstructsOnTheInterpreter) {
-  GenOptions o; // everything on
-  int failures = 0;
-  std::map<std::string, std::vector<int64_t>> failed;
-  for (uint64_t s = 0; s < 1000; ++s) {
-    RandomProgram p;
-    Outcome r = check_program(s, o, &p);
-    if (r.failure.empty()) continue;
-    failed[rule_of(r.failure)].push_back(static_cast<int64_t>(s));
-    if (++failures <= 5) ADD_FAILURE() << "seed " << s << ": " << r.failure << "\n" << describe(p);
-  }
-  for (const auto& [m, seeds] : failed) {
-    std::cout << "FAILED " << seeds.size() << "x " << m << "\n  seeds:";
-    for (int64_t s : seeds)
-      std::cout << " " << s;
-    std::cout << "\n";
-  }
-  EXPECT_EQ(failures, 0);
 }
 
 } // namespace
