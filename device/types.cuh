@@ -144,7 +144,8 @@ TP_HOST_DEVICE float fp8_to_f32(uint8_t b) {
   if (E4M3 ? (b & 0x7fu) == 0x7fu : E == 31u)
     return bits_f32(sign | 0x7f800000u | (E4M3 || M ? 0x400000u : 0u));
   if (E == 0) {
-    const float v = static_cast<float>(M) * bits_f32(static_cast<uint32_t>(127 + Emin - Mant) << 23);
+    const float v =
+        static_cast<float>(M) * bits_f32(static_cast<uint32_t>(127 + Emin - Mant) << 23);
     return sign ? -v : v;
   }
   return bits_f32(sign | ((E - 1u + static_cast<uint32_t>(127 + Emin)) << 23) | (M << (23 - Mant)));
@@ -183,7 +184,7 @@ TP_HOST_DEVICE fp8e4m3 to_fp8e4m3(float x) {
 #if TP_DEVICE_PASS && __CUDA_ARCH__ >= 890
   return fp8e4m3{static_cast<uint8_t>(sm89::cvt_rn_satfinite_e4m3x2_f32(0.0f, x))};
 #else
-  return fp8e4m3{soft::f32_to_fp8<3, -6, 0x43e00000u, 0x7eu>(x)}; // 448
+  return fp8e4m3{soft::f32_to_fp8<3, -6, 0x43e00000u, 0x7eu>(x)};  // 448
 #endif
 }
 TP_HOST_DEVICE fp8e5m2 to_fp8e5m2(float x) {

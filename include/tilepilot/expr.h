@@ -67,7 +67,8 @@ Expr operator&&(const Expr& a, const Expr& b);
 Expr operator||(const Expr& a, const Expr& b);
 Expr operator!(const Expr& a);
 
-// Bit operators: integer operands only (a float operand is a user error), computed on 32-bit
+// Bit operators: integer operands only (a float operand is a user error, reported when the
+// kernel is built, at the statement that uses it), computed on 32-bit
 // two's complement values. `>>` is an arithmetic shift (it copies the sign bit, as C++ does for
 // int), `<<` wraps, and the shift count is taken modulo 32. Loads of i8/u8/int4 elements give
 // their value as an i32 (u8: 0..255), so `b >> 4` of a u8 byte is its high nibble.

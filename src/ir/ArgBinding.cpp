@@ -86,7 +86,8 @@ int64_t eval_int(const Expr& e, const Binding& env) {
     case BinOp::bit_xor:
     case BinOp::bit_or:
     case BinOp::shl:
-    case BinOp::shr: return bit_op32(b->op, x, y);
+    case BinOp::shr:
+      return bit_op32(b->op, x, y);
     case BinOp::eq: return x == y;
     case BinOp::ne: return x != y;
     case BinOp::lt: return x < y;

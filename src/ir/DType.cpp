@@ -12,41 +12,65 @@ namespace tp {
 
 int dtype_bits(DType t) {
   switch (t) {
-  case DType::f32: return 32;
-  case DType::f16: return 16;
-  case DType::bf16: return 16;
-  case DType::i32: return 32;
-  case DType::boolean: return 8;
-  case DType::i8: return 8;
-  case DType::u8: return 8;
-  case DType::int4: return 4;
-  case DType::fp8_e4m3: return 8;
-  case DType::fp8_e5m2: return 8;
+  case DType::f32:
+    return 32;
+  case DType::f16:
+    return 16;
+  case DType::bf16:
+    return 16;
+  case DType::i32:
+    return 32;
+  case DType::boolean:
+    return 8;
+  case DType::i8:
+    return 8;
+  case DType::u8:
+    return 8;
+  case DType::int4:
+    return 4;
+  case DType::fp8_e4m3:
+    return 8;
+  case DType::fp8_e5m2:
+    return 8;
   }
   return 0;
 }
 
-int dtype_bytes(DType t) { return t == DType::int4 ? 1 : dtype_bits(t) / 8; }
+int dtype_bytes(DType t) {
+  return t == DType::int4 ? 1 : dtype_bits(t) / 8;
+}
 
-int64_t storage_bytes(DType t, int64_t n) { return (n * dtype_bits(t) + 7) / 8; }
+int64_t storage_bytes(DType t, int64_t n) {
+  return (n * dtype_bits(t) + 7) / 8;
+}
 
 int64_t int_min(DType t) {
   switch (t) {
-  case DType::i8: return -128;
-  case DType::u8: return 0;
-  case DType::int4: return -8;
-  case DType::boolean: return 0;
-  default: return std::numeric_limits<int32_t>::min();
+  case DType::i8:
+    return -128;
+  case DType::u8:
+    return 0;
+  case DType::int4:
+    return -8;
+  case DType::boolean:
+    return 0;
+  default:
+    return std::numeric_limits<int32_t>::min();
   }
 }
 
 int64_t int_max(DType t) {
   switch (t) {
-  case DType::i8: return 127;
-  case DType::u8: return 255;
-  case DType::int4: return 7;
-  case DType::boolean: return 1;
-  default: return std::numeric_limits<int32_t>::max();
+  case DType::i8:
+    return 127;
+  case DType::u8:
+    return 255;
+  case DType::int4:
+    return 7;
+  case DType::boolean:
+    return 1;
+  default:
+    return std::numeric_limits<int32_t>::max();
   }
 }
 
@@ -57,11 +81,16 @@ const char* dtype_name(DType t) {
   case DType::bf16: return "bf16";
   case DType::i32: return "i32";
   case DType::boolean: return "bool";
-  case DType::i8: return "i8";
-  case DType::u8: return "u8";
-  case DType::int4: return "int4";
-  case DType::fp8_e4m3: return "fp8_e4m3";
-  case DType::fp8_e5m2: return "fp8_e5m2";
+  case DType::i8:
+    return "i8";
+  case DType::u8:
+    return "u8";
+  case DType::int4:
+    return "int4";
+  case DType::fp8_e4m3:
+    return "fp8_e4m3";
+  case DType::fp8_e5m2:
+    return "fp8_e5m2";
   }
   return "?";
 }
@@ -73,11 +102,16 @@ const char* dtype_cuda_name(DType t) {
   case DType::bf16: return "__nv_bfloat16";
   case DType::i32: return "int";
   case DType::boolean: return "bool";
-  case DType::i8: return "signed char";
-  case DType::u8: return "unsigned char";
-  case DType::int4: return "unsigned char"; // two elements per byte
-  case DType::fp8_e4m3: return "__nv_fp8_e4m3";
-  case DType::fp8_e5m2: return "__nv_fp8_e5m2";
+  case DType::i8:
+    return "signed char";
+  case DType::u8:
+    return "unsigned char";
+  case DType::int4:
+    return "unsigned char"; // two elements per byte
+  case DType::fp8_e4m3:
+    return "__nv_fp8_e4m3";
+  case DType::fp8_e5m2:
+    return "__nv_fp8_e5m2";
   }
   return "?";
 }
@@ -207,7 +241,8 @@ double round_to(DType t, double v) {
     return std::fmax(std::fmin(std::trunc(v), static_cast<double>(int_max(t))),
                      static_cast<double>(int_min(t)));
   case DType::fp8_e4m3:
-  case DType::fp8_e5m2: return fp8_bits_to_float(t, float_to_fp8_bits(t, static_cast<float>(v)));
+  case DType::fp8_e5m2:
+    return fp8_bits_to_float(t, float_to_fp8_bits(t, static_cast<float>(v)));
   }
   return v;
 }

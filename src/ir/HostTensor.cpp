@@ -49,11 +49,15 @@ double HostTensor::get(int64_t i) const {
     return v;
   }
   case DType::boolean: return *p ? 1 : 0;
-  case DType::i8: return static_cast<int8_t>(*p);
-  case DType::u8: return *p;
+  case DType::i8:
+    return static_cast<int8_t>(*p);
+  case DType::u8:
+    return *p;
   case DType::fp8_e4m3:
-  case DType::fp8_e5m2: return fp8_bits_to_float(dtype_, *p);
-  case DType::int4: break; // above
+  case DType::fp8_e5m2:
+    return fp8_bits_to_float(dtype_, *p);
+  case DType::int4:
+    break; // above
   }
   return 0;
 }
@@ -89,11 +93,18 @@ void HostTensor::set(int64_t i, double v) {
     return;
   }
   case DType::boolean: *p = v != 0; return;
-  case DType::i8: *p = static_cast<uint8_t>(static_cast<int8_t>(round_to(DType::i8, v))); return;
-  case DType::u8: *p = static_cast<uint8_t>(round_to(DType::u8, v)); return;
+  case DType::i8:
+    *p = static_cast<uint8_t>(static_cast<int8_t>(round_to(DType::i8, v)));
+    return;
+  case DType::u8:
+    *p = static_cast<uint8_t>(round_to(DType::u8, v));
+    return;
   case DType::fp8_e4m3:
-  case DType::fp8_e5m2: *p = float_to_fp8_bits(dtype_, static_cast<float>(v)); return;
-  case DType::int4: return; // above
+  case DType::fp8_e5m2:
+    *p = float_to_fp8_bits(dtype_, static_cast<float>(v));
+    return;
+  case DType::int4:
+    return; // above
   }
 }
 
@@ -119,7 +130,7 @@ void HostTensor::fill_random(uint64_t seed, double lo, double hi) {
 
 void HostTensor::poison() {
   // Integers: the most negative value (u8: 255, the value farthest from 0).
-  double v = !is_int(dtype_)         ? std::numeric_limits<double>::quiet_NaN()
+  double v = !is_int(dtype_)       ? std::numeric_limits<double>::quiet_NaN()
              : dtype_ == DType::u8 ? 255.0
                                    : static_cast<double>(int_min(dtype_));
   fill(v);

@@ -119,15 +119,18 @@ const char* binop_name(BinOp op) {
   case BinOp::ge: return ">=";
   case BinOp::land: return "&&";
   case BinOp::lor: return "||";
-  case BinOp::bit_or: return "|";
+  case BinOp::bit_or:
+    return "|";
   }
   return "?";
 }
 
-bool binop_is_compare(BinOp op) { return op >= BinOp::eq && op <= BinOp::lor; }
+bool binop_is_compare(BinOp op) {
+  return op >= BinOp::eq && op <= BinOp::lor;
+}
 bool binop_is_bitwise(BinOp op) {
-  return op == BinOp::bit_and || op == BinOp::bit_xor || op == BinOp::bit_or ||
-         op == BinOp::shl || op == BinOp::shr;
+  return op == BinOp::bit_and || op == BinOp::bit_xor || op == BinOp::bit_or || op == BinOp::shl ||
+         op == BinOp::shr;
 }
 
 namespace {
@@ -140,12 +143,22 @@ int64_t bit_op32(BinOp op, int64_t a, int64_t b) {
   auto x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
   uint32_t r = 0;
   switch (op) {
-  case BinOp::bit_and: r = x & y; break;
-  case BinOp::bit_xor: r = x ^ y; break;
-  case BinOp::bit_or: r = x | y; break;
-  case BinOp::shl: r = x << (y & 31); break;
-  case BinOp::shr: return static_cast<int32_t>(x) >> (y & 31); // arithmetic
-  default: internal_assert(false) << binop_name(op) << " is not a bit op";
+  case BinOp::bit_and:
+    r = x & y;
+    break;
+  case BinOp::bit_xor:
+    r = x ^ y;
+    break;
+  case BinOp::bit_or:
+    r = x | y;
+    break;
+  case BinOp::shl:
+    r = x << (y & 31);
+    break;
+  case BinOp::shr:
+    return static_cast<int32_t>(x) >> (y & 31); // arithmetic
+  default:
+    internal_assert(false) << binop_name(op) << " is not a bit op";
   }
   return static_cast<int32_t>(r);
 }
@@ -165,7 +178,8 @@ int64_t fold_int(BinOp op, int64_t a, int64_t b) {
   case BinOp::bit_xor:
   case BinOp::bit_or:
   case BinOp::shl:
-  case BinOp::shr: return bit_op32(op, a, b);
+  case BinOp::shr:
+    return bit_op32(op, a, b);
   case BinOp::eq: return a == b;
   case BinOp::ne: return a != b;
   case BinOp::lt: return a < b;
@@ -229,11 +243,16 @@ const char* callop_name(CallOp op) {
   case CallOp::log2: return "log2";
   case CallOp::sqrt: return "sqrt";
   case CallOp::rsqrt: return "rsqrt";
-  case CallOp::bit_not: return "~";
-  case CallOp::tanh: return "tanh";
-  case CallOp::erf: return "erf";
-  case CallOp::sigmoid: return "sigmoid";
-  case CallOp::pow: return "pow";
+  case CallOp::bit_not:
+    return "~";
+  case CallOp::tanh:
+    return "tanh";
+  case CallOp::erf:
+    return "erf";
+  case CallOp::sigmoid:
+    return "sigmoid";
+  case CallOp::pow:
+    return "pow";
   }
   return "?";
 }

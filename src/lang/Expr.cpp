@@ -26,35 +26,33 @@ Expr operator&&(const Expr& a, const Expr& b) { return Binary::make(BinOp::land,
 Expr operator||(const Expr& a, const Expr& b) { return Binary::make(BinOp::lor, a, b); }
 Expr operator!(const Expr& a) { return Call::make(CallOp::lnot, {a}); }
 
-namespace {
-void check_int(const char* op, const Expr& a) {
-  if (!a.defined()) user_error() << "bit operator '" << op << "': undefined operand";
-  if (is_float(a.dtype()))
-    user_error() << "bit operator '" << op << "' on an " << dtype_name(a.dtype())
-                 << " value; bit operators take integer operands (i32, i8, u8, int4): convert "
-                    "with cast(i32, x) first";
+// A float operand of a bit operator is reported by the verifier, at the statement that uses
+// the expression (these operators have no source location of their own).
+Expr operator&(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::bit_and, a, b);
 }
-Expr bit(BinOp op, const Expr& a, const Expr& b) {
-  check_int(ir::binop_name(op), a);
-  check_int(ir::binop_name(op), b);
-  return Binary::make(op, a, b);
+Expr operator|(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::bit_or, a, b);
 }
-} // namespace
-
-Expr operator&(const Expr& a, const Expr& b) { return bit(BinOp::bit_and, a, b); }
-Expr operator|(const Expr& a, const Expr& b) { return bit(BinOp::bit_or, a, b); }
-Expr operator^(const Expr& a, const Expr& b) { return bit(BinOp::bit_xor, a, b); }
-Expr operator<<(const Expr& a, const Expr& b) { return bit(BinOp::shl, a, b); }
-Expr operator>>(const Expr& a, const Expr& b) { return bit(BinOp::shr, a, b); }
+Expr operator^(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::bit_xor, a, b);
+}
+Expr operator<<(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::shl, a, b);
+}
+Expr operator>>(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::shr, a, b);
+}
 Expr operator~(const Expr& a) {
-  check_int("~", a);
   return Call::make(CallOp::bit_not, {a});
 }
 Expr unpack_int4(const Expr& byte, const Expr& which) {
   // (n ^ 8) - 8 sign-extends a nibble n.
   return (((byte >> (which * 4)) & 15) ^ 8) - 8;
 }
-Expr pack_int4(const Expr& lo, const Expr& hi) { return (lo & 15) | ((hi & 15) << 4); }
+Expr pack_int4(const Expr& lo, const Expr& hi) {
+  return (lo & 15) | ((hi & 15) << 4);
+}
 
 Expr min(const Expr& a, const Expr& b) { return Binary::make(BinOp::min, a, b); }
 Expr max(const Expr& a, const Expr& b) { return Binary::make(BinOp::max, a, b); }
@@ -65,10 +63,18 @@ Expr log(const Expr& a) { return Call::make(CallOp::log, {a}); }
 Expr log2(const Expr& a) { return Call::make(CallOp::log2, {a}); }
 Expr sqrt(const Expr& a) { return Call::make(CallOp::sqrt, {a}); }
 Expr rsqrt(const Expr& a) { return Call::make(CallOp::rsqrt, {a}); }
-Expr tanh(const Expr& a) { return Call::make(CallOp::tanh, {a}); }
-Expr erf(const Expr& a) { return Call::make(CallOp::erf, {a}); }
-Expr sigmoid(const Expr& a) { return Call::make(CallOp::sigmoid, {a}); }
-Expr pow(const Expr& a, const Expr& b) { return Call::make(CallOp::pow, {a, b}); }
+Expr tanh(const Expr& a) {
+  return Call::make(CallOp::tanh, {a});
+}
+Expr erf(const Expr& a) {
+  return Call::make(CallOp::erf, {a});
+}
+Expr sigmoid(const Expr& a) {
+  return Call::make(CallOp::sigmoid, {a});
+}
+Expr pow(const Expr& a, const Expr& b) {
+  return Call::make(CallOp::pow, {a, b});
+}
 Expr select(const Expr& c, const Expr& a, const Expr& b) { return ir::Select::make(c, a, b); }
 Expr cast(DType t, const Expr& a) { return ir::Cast::make(t, a); }
 Expr ceildiv(const Expr& a, const Expr& b) { return (a + b - 1) / b; }

@@ -110,11 +110,13 @@ uint8_t fp8_nearest(DType t, float f) {
 
 TEST(DType, Fp8RoundsToNearestEvenAndSaturatesLikeCvtSatfinite) {
   for (DType t : {fp8_e4m3, fp8_e5m2}) {
-    std::vector<float> xs = {0.0f, -0.0f, 1.0f, 1e-30f, -1e-30f, 1e30f, -1e30f, INFINITY,
-                             -INFINITY, 447.9f, 448.0f, 449.0f, 464.0f, 57343.0f, 61440.0f};
+    std::vector<float> xs = {0.0f,   -0.0f,  1.0f,     1e-30f,    -1e-30f,
+                             1e30f,  -1e30f, INFINITY, -INFINITY, 447.9f,
+                             448.0f, 449.0f, 464.0f,   57343.0f,  61440.0f};
     // Every value, every midpoint between neighbours and a hair either side of it.
     for (int b = 0; b < 0x7f; ++b) {
-      float v = static_cast<float>(fp8_formula(t, b)), w = static_cast<float>(fp8_formula(t, b + 1));
+      float v = static_cast<float>(fp8_formula(t, b)),
+            w = static_cast<float>(fp8_formula(t, b + 1));
       float mid = (v + w) / 2;
       for (float x : {v, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)})
         xs.insert(xs.end(), {x, -x});
@@ -133,7 +135,7 @@ TEST(DType, Fp8RoundsToNearestEvenAndSaturatesLikeCvtSatfinite) {
   }
   EXPECT_EQ(round_to(fp8_e4m3, 1e6), 448);
   EXPECT_EQ(round_to(fp8_e4m3, -INFINITY), -448);
-  EXPECT_EQ(round_to(fp8_e5m2, INFINITY), 57344);      // satfinite: no infinity from a store
+  EXPECT_EQ(round_to(fp8_e5m2, INFINITY), 57344);         // satfinite: no infinity from a store
   EXPECT_EQ(round_to(fp8_e4m3, std::ldexp(1.0, -10)), 0); // half the smallest subnormal: even
   EXPECT_EQ(round_to(fp8_e4m3, 3 * std::ldexp(1.0, -10)), std::ldexp(1.0, -8));
   EXPECT_EQ(round_to(fp8_e4m3, 1.0625), 1.0); // tie between 1 and 1.125 -> even (1)

@@ -24,7 +24,8 @@ TEST(HostTensor, Int4PacksLowNibbleFirstAndSignExtends) {
   EXPECT_EQ(b[1], 0x1f); // element 2 = -1 (0xf) low, element 3 = 1 high
   EXPECT_EQ(b[2], 0x07);
   std::vector<double> want = {-8, 7, -1, 1, 7};
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(t.get(i), want[i]) << i;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(t.get(i), want[i]) << i;
   t.set(1, -3); // rewriting one nibble keeps its neighbour
   EXPECT_EQ(t.get(0), -8);
   EXPECT_EQ(t.get(1), -3);
@@ -53,13 +54,15 @@ TEST(HostTensor, FillRandomIntegersStayBelowHi) {
     HostTensor h(t, {4000});
     h.fill_random(3, 0, 3);
     std::set<double> seen;
-    for (int64_t i = 0; i < h.numel(); ++i) seen.insert(h.get(i));
+    for (int64_t i = 0; i < h.numel(); ++i)
+      seen.insert(h.get(i));
     EXPECT_EQ(seen, (std::set<double>{0, 1, 2})) << dtype_name(t);
   }
   HostTensor h(i32, {4000});
   h.fill_random(5, -1.5, 1.5); // the integers in [-1.5, 1.5): -1, 0, 1
   std::set<double> seen;
-  for (int64_t i = 0; i < h.numel(); ++i) seen.insert(h.get(i));
+  for (int64_t i = 0; i < h.numel(); ++i)
+    seen.insert(h.get(i));
   EXPECT_EQ(seen, (std::set<double>{-1, 0, 1}));
 }
 
@@ -75,7 +78,8 @@ TEST(HostTensor, FillRandomRangeOutsideTheDtypeIsAUserError) {
   }
   HostTensor q(int4, {64});
   q.fill_random(2, -100, 100); // clipped to int4's -8..7
-  for (int64_t i = 0; i < q.numel(); ++i) EXPECT_TRUE(q.get(i) >= -8 && q.get(i) <= 7);
+  for (int64_t i = 0; i < q.numel(); ++i)
+    EXPECT_TRUE(q.get(i) >= -8 && q.get(i) <= 7);
 }
 
 TEST(HostTensor, PoisonMarksEveryDtype) {

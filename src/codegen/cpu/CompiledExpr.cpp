@@ -100,8 +100,7 @@ double binop(BinOp op, bool fl, double x, double y) {
   case BinOp::bit_or:
   case BinOp::shl:
   case BinOp::shr:
-    return static_cast<double>(
-        ir::bit_op32(op, static_cast<int64_t>(x), static_cast<int64_t>(y)));
+    return static_cast<double>(ir::bit_op32(op, static_cast<int64_t>(x), static_cast<int64_t>(y)));
   case BinOp::eq: return x == y;
   case BinOp::ne: return x != y;
   case BinOp::lt: return x < y;
@@ -151,11 +150,16 @@ double callop(CallOp op, double x, double y) {
   case CallOp::log2: return std::log2(x);
   case CallOp::sqrt: return std::sqrt(x);
   case CallOp::rsqrt: return 1.0 / std::sqrt(x);
-  case CallOp::bit_not: return static_cast<double>(~static_cast<int32_t>(static_cast<int64_t>(x)));
-  case CallOp::tanh: return std::tanh(x);
-  case CallOp::erf: return std::erf(x);
-  case CallOp::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-  case CallOp::pow: return std::pow(x, y);
+  case CallOp::bit_not:
+    return static_cast<double>(~static_cast<int32_t>(static_cast<int64_t>(x)));
+  case CallOp::tanh:
+    return std::tanh(x);
+  case CallOp::erf:
+    return std::erf(x);
+  case CallOp::sigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case CallOp::pow:
+    return std::pow(x, y);
   }
   return 0;
 }
@@ -172,7 +176,8 @@ public:
     bool u = x.uniform && y.uniform;
     double* o = out(c, u);
     int n = u ? 1 : c.n;
-    for (int i = 0; i < n; ++i) o[i] = rnd(type, callop(op_, x.at(i), y.at(i)));
+    for (int i = 0; i < n; ++i)
+      o[i] = rnd(type, callop(op_, x.at(i), y.at(i)));
     return {o, u};
   }
 

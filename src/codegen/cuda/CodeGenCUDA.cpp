@@ -401,8 +401,8 @@ protected:
 
   void visit(const ir::Load* op) override {
     if (op->buffer->dtype == DType::int4) {
-      internal_assert(op->indices.size() == 1) << "int4 load of " << op->buffer->name
-                                                << " is not flat: int4 buffers are tensors";
+      internal_assert(op->indices.size() == 1)
+          << "int4 load of " << op->buffer->name << " is not flat: int4 buffers are tensors";
       os_ << "tp::cg::int4_at(" << buffer_name(op->buffer) << ", ";
       visit(op->indices[0]);
       os_ << ")";
