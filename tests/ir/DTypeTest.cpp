@@ -123,7 +123,7 @@ TEST(DType, Fp8RoundsToNearestEvenAndSaturatesLikeCvtSatfinite) {
     }
     std::mt19937 rng(11);
     for (int n = 0; n < 20000; ++n) {
-      float x = std::bit_cast<float>(rng());
+      float x = std::bit_cast<float>(static_cast<uint32_t>(rng()));
       if (!std::isnan(x)) xs.push_back(x);
     }
     for (float x : xs) {
