@@ -21,12 +21,12 @@ double sat(double v, double lo, double hi) {
   return std::fmax(lo, std::fmin(hi, std::trunc(v)));
 }
 
-float f32(double v) {
+float to_f32(double v) {
   return static_cast<float>(v);
 }
 
 double fp8(DType t, double v) {
-  return fp8_bits_to_float(t, float_to_fp8_bits(t, f32(v)));
+  return fp8_bits_to_float(t, float_to_fp8_bits(t, to_f32(v)));
 }
 
 class PrimitivesOnInterpreter : public testing::Test {
@@ -91,7 +91,7 @@ TEST_F(PrimitivesOnInterpreter, Fp8StoresRoundToNearestEvenAndSaturate) {
     check(
         p, 2, [&](int64_t i) { return fp8(t, in(pB, i)); }, "fp8 <- bf16");
     check(
-        p, 3, [&](int64_t i) { return fp8(t, f32(in(pI, i))); }, "fp8 <- i32");
+        p, 3, [&](int64_t i) { return fp8(t, to_f32(in(pI, i))); }, "fp8 <- i32");
   }
   EXPECT_EQ(out(pO4, 0, 3), 448); // +inf saturates
   EXPECT_EQ(out(pO5, 0, 4), -57344);
@@ -109,18 +109,18 @@ TEST_F(PrimitivesOnInterpreter, Fp8LoadsAndCastsAreExactConversions) {
   check(
       pFp, 4, [&](int64_t i) { return fp8(fp8_e4m3, in(pX, i)); }, "cast e4m3");
   check(
-      pFp, 5, [&](int64_t i) { return fp8(fp8_e5m2, f32(in(pX, i) * 1000)); }, "cast e5m2");
+      pFp, 5, [&](int64_t i) { return fp8(fp8_e5m2, to_f32(in(pX, i) * 1000)); }, "cast e5m2");
 }
 
 TEST_F(PrimitivesOnInterpreter, SmallIntegerStoresTruncateAndSaturate) {
   check(
-      pI8, 0, [&](int64_t i) { return sat(f32(in(pX, i) * 200), -128, 127); }, "i8 <- f32");
+      pI8, 0, [&](int64_t i) { return sat(to_f32(in(pX, i) * 200), -128, 127); }, "i8 <- f32");
   check(
       pI8, 1, [&](int64_t i) { return sat(in(pI, i), -128, 127); }, "i8 <- i32");
   check(
       pI8, 2, [&](int64_t i) { return in(pW, i) - 128; }, "i8 <- u8 - 128");
   check(
-      pU8, 0, [&](int64_t i) { return sat(f32(in(pX, i) * 300), 0, 255); }, "u8 <- f32");
+      pU8, 0, [&](int64_t i) { return sat(to_f32(in(pX, i) * 300), 0, 255); }, "u8 <- f32");
   check(
       pU8, 1, [&](int64_t i) { return sat(in(pI, i), 0, 255); }, "u8 <- i32");
   check(
@@ -142,7 +142,7 @@ TEST_F(PrimitivesOnInterpreter, Int4ReadsOneSignExtendedNibble) {
   check(
       pQo, 2, [&](int64_t i) { return ((int(i) >> 4) ^ 8) - 8; }, "unpack_int4(b, 1)");
   check(
-      pQo, 3, [&](int64_t i) { return sat(f32(in(pX, i) * 10), -8, 7); }, "cast int4");
+      pQo, 3, [&](int64_t i) { return sat(to_f32(in(pX, i) * 10), -8, 7); }, "cast int4");
   check(
       pQo, 4, [&](int64_t i) { return sat(in(pE4, i), -2147483648.0, 2147483647.0); },
       "cast i32 of e4m3");
@@ -154,17 +154,17 @@ TEST_F(PrimitivesOnInterpreter, Int4ReadsOneSignExtendedNibble) {
 
 TEST_F(PrimitivesOnInterpreter, MathIsDoubleRoundedToF32) {
   check(
-      pMath, 0, [&](int64_t i) { return f32(std::tanh(in(pX, i))); }, "tanh");
+      pMath, 0, [&](int64_t i) { return to_f32(std::tanh(in(pX, i))); }, "tanh");
   check(
-      pMath, 1, [&](int64_t i) { return f32(std::erf(in(pX, i))); }, "erf");
+      pMath, 1, [&](int64_t i) { return to_f32(std::erf(in(pX, i))); }, "erf");
   check(
-      pMath, 2, [&](int64_t i) { return f32(1 / (1 + std::exp(-double(f32(in(pX, i) * 4))))); },
+      pMath, 2, [&](int64_t i) { return to_f32(1 / (1 + std::exp(-double(to_f32(in(pX, i) * 4))))); },
       "sigmoid");
   check(
       pMath, 3,
       [&](int64_t i) {
         double x = in(pX, i);
-        return f32(std::pow(double(f32(std::fabs(x) + 0.25)), double(f32(x * 2))));
+        return to_f32(std::pow(double(to_f32(std::fabs(x) + 0.25)), double(to_f32(x * 2))));
       },
       "pow");
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "tilepilot/tensor.h"
 #include "tilepilot/tilepilot.h"
 
 namespace tp::test {
