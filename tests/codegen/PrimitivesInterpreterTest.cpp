@@ -158,7 +158,8 @@ TEST_F(PrimitivesOnInterpreter, MathIsDoubleRoundedToF32) {
   check(
       pMath, 1, [&](int64_t i) { return to_f32(std::erf(in(pX, i))); }, "erf");
   check(
-      pMath, 2, [&](int64_t i) { return to_f32(1 / (1 + std::exp(-double(to_f32(in(pX, i) * 4))))); },
+      pMath, 2,
+      [&](int64_t i) { return to_f32(1 / (1 + std::exp(-double(to_f32(in(pX, i) * 4))))); },
       "sigmoid");
   check(
       pMath, 3,
