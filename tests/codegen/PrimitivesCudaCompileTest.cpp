@@ -33,28 +33,19 @@ TEST(PrimitivesCuda, LowerAndCompileForSm90aAndSm80) {
 }
 
 // Shared tiles of the 1-byte types in a pipelined loop (global -> shared -> fragment) lower and
-// compile for sm_90a and sm_80.
-TEST(PrimitivesCuda, PipelinedOneByteSharedTilesCompile) {
+// compile for sm_90a, where the shared tile is loaded by TMA like a 16-bit one, and sm_80.
+TEST(PrimitivesCuda, PipelinedOneByteSharedTilesCompileWithTmaOnSm90a) {
   for (DType t : {fp8_e4m3, i8, u8}) {
-    Dim M("M"), N("N");
-    Tensor A("A", {M, N}, t), C("C", {M, N}, f32);
-    Kernel k = kernel("tma8", {A, C}, grid(ceildiv(M, 64)), threads(128), [&](Var bx) {
-      Tile acc = alloc_fragment({64, 64}, f32);
-      clear(acc);
-      Tile s = alloc_shared({64, 64}, t);
-      pipelined(ceildiv(N, 64), 2, [&](Var ko) {
-        copy(A.tile(bx * 64, ko * 64), s);
-        Tile f = alloc_fragment({64, 64}, f32);
-        copy(s, f);
-        parallel({64, 64}, [&](Var i, Var j) { acc(i, j) = acc(i, j) + f(i, j); });
-      });
-      copy(acc, C.tile(bx * 64, 0));
-    });
+    Kernel k = test::one_byte_pipeline_kernel(t);
     for (std::string arch : {"sm_90a", "sm_80"}) {
       cuda::LoweredKernel lk = cuda::lower_kernel(k, passes::Target::parse(arch));
       rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, arch, {});
       EXPECT_FALSE(j.compiled.cubin.empty()) << dtype_name(t) << " " << arch << "\n"
                                              << j.compiled.log;
+      bool tma = arch == "sm_90a";
+      EXPECT_EQ(lk.tmas.size(), tma ? 1u : 0u) << dtype_name(t) << " " << arch;
+      EXPECT_EQ(j.compiled.ptx.find("cp.async.bulk.tensor") != std::string::npos, tma)
+          << dtype_name(t) << " " << arch;
     }
   }
 }

@@ -99,6 +99,25 @@ inline Kernel primitives_kernel() {
                 });
 }
 
+/// A pipelined loop over a tensor of a 1-byte dtype `t` through a shared tile (TMA-loaded on
+/// sm_90a, as UINT8 boxes) into a fragment: C[M, 64] = sum over k-blocks of A's 64x64 tiles.
+inline Kernel one_byte_pipeline_kernel(DType t) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, t), C("C", {M, 64}, f32);
+  return kernel("pipe8", {A, C}, grid(ceildiv(M, 64)), threads(128), [&](Var bx) {
+    Tile acc = alloc_fragment({64, 64}, f32);
+    clear(acc);
+    Tile s = alloc_shared({64, 64}, t);
+    pipelined(ceildiv(N, 64), 2, [&](Var ko) {
+      copy(A.tile(bx * 64, ko * 64), s);
+      Tile f = alloc_fragment({64, 64}, f32);
+      copy(s, f);
+      parallel({64, 64}, [&](Var i, Var j) { acc(i, j) = acc(i, j) + f(i, j); });
+    });
+    copy(acc, C.tile(bx * 64, 0));
+  });
+}
+
 /// Inputs with every special case in the first elements, random values after them.
 inline std::vector<HostTensor> primitives_args(uint64_t seed) {
   const int64_t N = kPrimN;
