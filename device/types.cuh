@@ -1,5 +1,10 @@
 // TilePilot device library: element types, conversions and per-thread math.
 //
+// fp8e4m3 / fp8e5m2 are the OCP fp8 formats as bytes (struct around the bits): conversions
+// from f32 round to nearest even and saturate (cvt.rn.satfinite: |x| beyond the largest finite
+// value, and infinity, give +-448 / +-57344; NaN stays NaN); to f32 is exact. On sm_89+ they are
+// cvt instructions (arch/sm89/convert_fp8.cuh); elsewhere, and on the host, integer arithmetic
+// that rounds identically.
 // bf16 / half are 16-bit storage types (a struct around the raw bits, no arithmetic); bf16x2 /
 // half2x pack two of them in 32 bits, element 0 in bits [15:0] (the lower address in memory and
 // what mma/wgmma call the "low" element). Conversions round to nearest even. On the device they
@@ -12,6 +17,9 @@
 #include "arch/sm80/smem.cuh"
 #include "arch/sm80/sync.cuh"
 #include "defs.cuh"
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+#include "arch/sm89/convert_fp8.cuh"
+#endif
 
 #if !TP_DEVICE_PASS
 #include <cstring>
@@ -30,6 +38,12 @@ struct bf16x2 {
 };
 struct half2x {
   uint32_t bits; // element 0 in [15:0], element 1 in [31:16]
+};
+struct fp8e4m3 {
+  uint8_t bits; // S.EEEE.MMM, bias 7; S.1111.111 is NaN; no infinity
+};
+struct fp8e5m2 {
+  uint8_t bits; // S.EEEEE.MM, bias 15; S.11111.00 is infinity, S.11111.xx NaN
 };
 
 #if !TP_DEVICE_PASS
@@ -84,6 +98,60 @@ inline float f16_bits_to_f32(uint16_t h) {
 } // namespace host
 #endif
 
+TP_HOST_DEVICE uint32_t f32_bits(float f) {
+#if TP_DEVICE_PASS
+  return sm80::float_as_bits(f);
+#else
+  return host::float_bits(f);
+#endif
+}
+TP_HOST_DEVICE float bits_f32(uint32_t u) {
+#if TP_DEVICE_PASS
+  return sm80::bits_as_float(u);
+#else
+  return host::bits_float(u);
+#endif
+}
+
+namespace soft {
+/// f32 -> fp8 bits in integer arithmetic: round to nearest even, saturating, NaN -> 0x7f|sign.
+/// `Mant` mantissa bits, smallest normal exponent `Emin`, largest finite value's f32 bits
+/// `MaxF32` and fp8 bits `MaxBits`.
+template <int Mant, int Emin, uint32_t MaxF32, uint32_t MaxBits>
+TP_HOST_DEVICE uint8_t f32_to_fp8(float f) {
+  const uint32_t u = f32_bits(f);
+  const uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7fu);
+  if (a >= MaxF32) return static_cast<uint8_t>(sign | MaxBits);
+  if (a < 0x00800000u) return static_cast<uint8_t>(sign); // f32 subnormals round to 0
+  const int e = static_cast<int>(a >> 23) - 127;
+  const uint32_t m = (a & 0x7fffffu) | 0x800000u; // value = m * 2^(e - 23)
+  const int shift = 23 - Mant + (e < Emin ? Emin - e : 0);
+  if (shift > 24) return static_cast<uint8_t>(sign); // below half the smallest subnormal
+  uint32_t q = m >> shift;
+  const uint32_t rem = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1u))) ++q;
+  // Normal: exponent field e - Emin + 1 and mantissa q - 2^Mant; a carry (q = 2^(Mant+1), or a
+  // subnormal rounding up to 2^Mant) moves into the exponent field by itself.
+  const int eb = e < Emin ? 0 : e - Emin;
+  return static_cast<uint8_t>(sign | ((static_cast<uint32_t>(eb) << Mant) + q));
+}
+/// fp8 bits -> f32, exact.
+template <int Mant, int Emin, bool E4M3>
+TP_HOST_DEVICE float fp8_to_f32(uint8_t b) {
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80u) << 24;
+  const uint32_t E = (b & 0x7fu) >> Mant, M = b & ((1u << Mant) - 1u);
+  if (E4M3 ? (b & 0x7fu) == 0x7fu : E == 31u)
+    return bits_f32(sign | 0x7f800000u | (E4M3 || M ? 0x400000u : 0u));
+  if (E == 0) {
+    const float v =
+        static_cast<float>(M) * bits_f32(static_cast<uint32_t>(127 + Emin - Mant) << 23);
+    return sign ? -v : v;
+  }
+  return bits_f32(sign | ((E - 1u + static_cast<uint32_t>(127 + Emin)) << 23) | (M << (23 - Mant)));
+}
+} // namespace soft
+
 TP_HOST_DEVICE float to_float(bf16 x) {
 #if TP_DEVICE_PASS
   return sm80::bits_as_float(static_cast<uint32_t>(x.bits) << 16);
@@ -112,6 +180,35 @@ TP_HOST_DEVICE half to_half(float x) {
   return half{host::f32_to_f16_bits(x)};
 #endif
 }
+TP_HOST_DEVICE fp8e4m3 to_fp8e4m3(float x) {
+#if TP_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  return fp8e4m3{static_cast<uint8_t>(sm89::cvt_rn_satfinite_e4m3x2_f32(0.0f, x))};
+#else
+  return fp8e4m3{soft::f32_to_fp8<3, -6, 0x43e00000u, 0x7eu>(x)};  // 448
+#endif
+}
+TP_HOST_DEVICE fp8e5m2 to_fp8e5m2(float x) {
+#if TP_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  return fp8e5m2{static_cast<uint8_t>(sm89::cvt_rn_satfinite_e5m2x2_f32(0.0f, x))};
+#else
+  return fp8e5m2{soft::f32_to_fp8<2, -14, 0x47600000u, 0x7bu>(x)}; // 57344
+#endif
+}
+TP_HOST_DEVICE float to_float(fp8e4m3 x) {
+#if TP_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  return sm80::cvt_f32_f16(static_cast<uint16_t>(sm89::cvt_rn_f16x2_e4m3x2(x.bits) & 0xffffu));
+#else
+  return soft::fp8_to_f32<3, -6, true>(x.bits);
+#endif
+}
+TP_HOST_DEVICE float to_float(fp8e5m2 x) {
+#if TP_DEVICE_PASS && __CUDA_ARCH__ >= 890
+  return sm80::cvt_f32_f16(static_cast<uint16_t>(sm89::cvt_rn_f16x2_e5m2x2(x.bits) & 0xffffu));
+#else
+  return soft::fp8_to_f32<2, -14, false>(x.bits);
+#endif
+}
+
 /// Packs (lo, hi) -> element 0 = lo, element 1 = hi, each rounded to nearest even.
 TP_HOST_DEVICE bf16x2 to_bf16x2(float lo, float hi) {
 #if TP_DEVICE_PASS

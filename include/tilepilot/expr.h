@@ -67,6 +67,24 @@ Expr operator&&(const Expr& a, const Expr& b);
 Expr operator||(const Expr& a, const Expr& b);
 Expr operator!(const Expr& a);
 
+// Bit operators: integer operands only (a float operand is a user error, reported when the
+// kernel is built, at the statement that uses it), computed on 32-bit
+// two's complement values. `>>` is an arithmetic shift (it copies the sign bit, as C++ does for
+// int), `<<` wraps, and the shift count is taken modulo 32. Loads of i8/u8/int4 elements give
+// their value as an i32 (u8: 0..255), so `b >> 4` of a u8 byte is its high nibble.
+Expr operator&(const Expr& a, const Expr& b);
+Expr operator|(const Expr& a, const Expr& b);
+Expr operator^(const Expr& a, const Expr& b);
+Expr operator~(const Expr& a);
+Expr operator<<(const Expr& a, const Expr& b);
+Expr operator>>(const Expr& a, const Expr& b);
+/// Element `which` (0: low nibble, bits [3:0]; 1: high nibble) of a byte holding two int4
+/// values, sign-extended to -8..7: the layout of the int4 dtype. For the bytes of an int4
+/// weight read as u8: `unpack_int4(W(k / 2), k % 2)` is element k.
+Expr unpack_int4(const Expr& byte, const Expr& which);
+/// The byte holding int4 values lo (low nibble) and hi, each taken modulo 16; store it into a u8.
+Expr pack_int4(const Expr& lo, const Expr& hi);
+
 Expr min(const Expr& a, const Expr& b);
 Expr max(const Expr& a, const Expr& b);
 Expr abs(const Expr& a);
@@ -76,6 +94,14 @@ Expr log(const Expr& a);
 Expr log2(const Expr& a);
 Expr sqrt(const Expr& a);
 Expr rsqrt(const Expr& a);
+// Accurate f32 math (CUDA's tanhf, erff, powf; the interpreter computes in double and rounds to
+// f32). The two backends agree to within CUDA's documented error bounds: tanh and erf 2 ulp,
+// pow 4 ulp (for x > 0), sigmoid (1 / (1 + exp(-x)), exp 2 ulp) 3 ulp; not bit for bit.
+Expr tanh(const Expr& a);
+Expr erf(const Expr& a);
+Expr sigmoid(const Expr& a);
+/// a to the power b, as powf (a < 0 with a non-integer b gives NaN).
+Expr pow(const Expr& a, const Expr& b);
 /// `c ? a : b`, element-wise; a and b are promoted to a common type.
 Expr select(const Expr& c, const Expr& a, const Expr& b);
 /// Convert to `t`, rounding as a store into `t` would.

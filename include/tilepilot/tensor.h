@@ -1,5 +1,6 @@
 // Host tensors: dense row-major arrays in their element type's exact bit layout (bf16 as 16-bit
-// words), as a GPU kernel would see them. Used for interpreter arguments, references and checks.
+// words, fp8 as bytes, int4 two to a byte with the even element in the low nibble), as a GPU
+// kernel would see them. Used for interpreter arguments, references and checks.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,9 +28,11 @@ public:
   /// Stores `v` into element `i`, rounded to the dtype.
   void set(int64_t i, double v);
 
-  /// Fills with uniform random values in [lo, hi) (integers for i32), deterministic per seed.
+  /// Fills with uniform random values in [lo, hi), deterministic per seed. Integer dtypes draw
+  /// the integers of [lo, hi) that the dtype holds (a user error when there are none).
   void fill_random(uint64_t seed, double lo = -1.0, double hi = 1.0);
-  /// Fills every element with a value no kernel computes: NaN for floats, INT32_MIN for i32.
+  /// Fills every element with a value no kernel should leave: NaN for floats, the type's
+  /// minimum for signed integers (INT32_MIN, -128, -8), 255 for u8.
   void poison();
   void fill(double v);
   std::string shape_str() const;

@@ -20,7 +20,7 @@ struct Buf {
   HostTensor* host = nullptr; // host executor
   uint64_t dev = 0;           // device executor (CUdeviceptr)
   int64_t numel() const;
-  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_bytes(dtype); }
+  size_t bytes() const { return static_cast<size_t>(storage_bytes(dtype, numel())); }
 };
 
 /// Time spent per operator label ("gemm.qkv", "attention", "rmsnorm", ...), in ms.

@@ -82,10 +82,12 @@ int64_t eval_int(const Expr& e, const Binding& env) {
       return x % y;
     case BinOp::min: return std::min(x, y);
     case BinOp::max: return std::max(x, y);
-    case BinOp::bit_and: return x & y;
-    case BinOp::bit_xor: return x ^ y;
-    case BinOp::shl: return x << y;
-    case BinOp::shr: return x >> y;
+    case BinOp::bit_and:
+    case BinOp::bit_xor:
+    case BinOp::bit_or:
+    case BinOp::shl:
+    case BinOp::shr:
+      return bit_op32(b->op, x, y);
     case BinOp::eq: return x == y;
     case BinOp::ne: return x != y;
     case BinOp::lt: return x < y;

@@ -1,4 +1,6 @@
-// dtype names and the rounding of stores: IEEE binary16 and bfloat16, round to nearest even.
+// dtype names and the rounding of stores: IEEE binary16, bfloat16 and OCP fp8 (e4m3, e5m2),
+// round to nearest even, fp8 saturating; integers truncate and saturate.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -8,15 +10,68 @@
 
 namespace tp {
 
-int dtype_bytes(DType t) {
+int dtype_bits(DType t) {
   switch (t) {
-  case DType::f32: return 4;
-  case DType::f16: return 2;
-  case DType::bf16: return 2;
-  case DType::i32: return 4;
-  case DType::boolean: return 1;
+  case DType::f32:
+    return 32;
+  case DType::f16:
+    return 16;
+  case DType::bf16:
+    return 16;
+  case DType::i32:
+    return 32;
+  case DType::boolean:
+    return 8;
+  case DType::i8:
+    return 8;
+  case DType::u8:
+    return 8;
+  case DType::int4:
+    return 4;
+  case DType::fp8_e4m3:
+    return 8;
+  case DType::fp8_e5m2:
+    return 8;
   }
   return 0;
+}
+
+int dtype_bytes(DType t) {
+  return t == DType::int4 ? 1 : dtype_bits(t) / 8;
+}
+
+int64_t storage_bytes(DType t, int64_t n) {
+  return (n * dtype_bits(t) + 7) / 8;
+}
+
+int64_t int_min(DType t) {
+  switch (t) {
+  case DType::i8:
+    return -128;
+  case DType::u8:
+    return 0;
+  case DType::int4:
+    return -8;
+  case DType::boolean:
+    return 0;
+  default:
+    return std::numeric_limits<int32_t>::min();
+  }
+}
+
+int64_t int_max(DType t) {
+  switch (t) {
+  case DType::i8:
+    return 127;
+  case DType::u8:
+    return 255;
+  case DType::int4:
+    return 7;
+  case DType::boolean:
+    return 1;
+  default:
+    return std::numeric_limits<int32_t>::max();
+  }
 }
 
 const char* dtype_name(DType t) {
@@ -26,6 +81,16 @@ const char* dtype_name(DType t) {
   case DType::bf16: return "bf16";
   case DType::i32: return "i32";
   case DType::boolean: return "bool";
+  case DType::i8:
+    return "i8";
+  case DType::u8:
+    return "u8";
+  case DType::int4:
+    return "int4";
+  case DType::fp8_e4m3:
+    return "fp8_e4m3";
+  case DType::fp8_e5m2:
+    return "fp8_e5m2";
   }
   return "?";
 }
@@ -37,6 +102,16 @@ const char* dtype_cuda_name(DType t) {
   case DType::bf16: return "__nv_bfloat16";
   case DType::i32: return "int";
   case DType::boolean: return "bool";
+  case DType::i8:
+    return "signed char";
+  case DType::u8:
+    return "unsigned char";
+  case DType::int4:
+    return "unsigned char"; // two elements per byte
+  case DType::fp8_e4m3:
+    return "__nv_fp8_e4m3";
+  case DType::fp8_e5m2:
+    return "__nv_fp8_e5m2";
   }
   return "?";
 }
@@ -46,6 +121,13 @@ std::optional<DType> parse_dtype(std::string_view n) {
   if (n == "f16" || n == "float16" || n == "fp16") return DType::f16;
   if (n == "bf16" || n == "bfloat16") return DType::bf16;
   if (n == "i32" || n == "int32") return DType::i32;
+  if (n == "bool") return DType::boolean;
+  if (n == "i8" || n == "int8") return DType::i8;
+  if (n == "u8" || n == "uint8") return DType::u8;
+  if (n == "int4" || n == "i4") return DType::int4;
+  if (n == "fp8_e4m3" || n == "e4m3" || n == "float8_e4m3fn" || n == "float8_e4m3")
+    return DType::fp8_e4m3;
+  if (n == "fp8_e5m2" || n == "e5m2" || n == "float8_e5m2") return DType::fp8_e5m2;
   return std::nullopt;
 }
 
@@ -91,6 +173,57 @@ float half_bits_to_float(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
 }
 
+namespace {
+
+/// An OCP fp8 format: `mant` mantissa bits, smallest normal exponent `emin`, largest finite
+/// value `max` (bits `max_bits` without the sign).
+struct Fp8Format {
+  int mant;
+  int emin;
+  float max;
+  uint8_t max_bits;
+};
+Fp8Format fp8_format(DType t) {
+  if (t == DType::fp8_e4m3) return {3, -6, 448.0f, 0x7e};
+  return {2, -14, 57344.0f, 0x7b};
+}
+
+} // namespace
+
+uint8_t float_to_fp8_bits(DType t, float f) {
+  const Fp8Format F = fp8_format(t);
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  if (std::isnan(f)) return sign | 0x7f; // NaN in both formats
+  float a = std::fabs(f);
+  if (a >= F.max) return sign | F.max_bits; // satfinite: infinity too
+  if (a == 0) return sign;
+  int ex;
+  std::frexp(a, &ex);
+  int e = std::max(ex - 1, F.emin); // the binade's exponent; subnormals share emin's quantum
+  // a / quantum is exact (a power of two); nearbyint rounds ties to even in the default mode.
+  double r = std::nearbyint(std::ldexp(static_cast<double>(a), F.mant - e));
+  // Normal: exponent field e - emin + 1, mantissa r - 2^mant; a carry out of the mantissa
+  // (r == 2^(mant+1)) or into the smallest normal (subnormal r == 2^mant) lands right.
+  return sign | static_cast<uint8_t>(((e - F.emin) << F.mant) + static_cast<int>(r));
+}
+
+float fp8_bits_to_float(DType t, uint8_t b) {
+  const Fp8Format F = fp8_format(t);
+  const bool neg = b & 0x80;
+  const int E = (b & 0x7f) >> F.mant, M = b & ((1 << F.mant) - 1);
+  float v;
+  if (t == DType::fp8_e4m3 && (b & 0x7f) == 0x7f) {
+    v = std::numeric_limits<float>::quiet_NaN();
+  } else if (t == DType::fp8_e5m2 && E == 31) {
+    v = M == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else if (E == 0) {
+    v = std::ldexp(static_cast<float>(M), F.emin - F.mant);
+  } else {
+    v = std::ldexp(static_cast<float>((1 << F.mant) + M), E - 1 + F.emin - F.mant);
+  }
+  return neg ? -v : v;
+}
+
 double round_to(DType t, double v) {
   switch (t) {
   case DType::f32: return static_cast<float>(v);
@@ -101,6 +234,15 @@ double round_to(DType t, double v) {
     return static_cast<double>(static_cast<int32_t>(
         std::fmax(std::fmin(std::trunc(v), 2147483647.0), -2147483648.0)));
   case DType::boolean: return v != 0 ? 1 : 0;
+  case DType::i8:
+  case DType::u8:
+  case DType::int4:
+    if (std::isnan(v)) return 0;
+    return std::fmax(std::fmin(std::trunc(v), static_cast<double>(int_max(t))),
+                     static_cast<double>(int_min(t)));
+  case DType::fp8_e4m3:
+  case DType::fp8_e5m2:
+    return fp8_bits_to_float(t, float_to_fp8_bits(t, static_cast<float>(v)));
   }
   return v;
 }

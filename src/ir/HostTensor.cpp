@@ -1,4 +1,7 @@
-// HostTensor element access in the dtype's own bit layout.
+// HostTensor element access in the dtype's own bit layout (int4: two elements per byte, the
+// even element in the low nibble).
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -15,10 +18,14 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
     internal_assert(e >= 0) << "negative extent";
     numel_ *= e;
   }
-  data_.assign(static_cast<size_t>(numel_) * dtype_bytes(dtype_), 0);
+  data_.assign(static_cast<size_t>(storage_bytes(dtype_, numel_)), 0);
 }
 
 double HostTensor::get(int64_t i) const {
+  if (dtype_ == DType::int4) {
+    int nibble = (data_[i / 2] >> (i % 2 * 4)) & 0xf;
+    return (nibble ^ 8) - 8; // sign-extend
+  }
   const uint8_t* p = data_.data() + i * dtype_bytes(dtype_);
   switch (dtype_) {
   case DType::f32: {
@@ -42,11 +49,27 @@ double HostTensor::get(int64_t i) const {
     return v;
   }
   case DType::boolean: return *p ? 1 : 0;
+  case DType::i8:
+    return static_cast<int8_t>(*p);
+  case DType::u8:
+    return *p;
+  case DType::fp8_e4m3:
+  case DType::fp8_e5m2:
+    return fp8_bits_to_float(dtype_, *p);
+  case DType::int4:
+    break; // above
   }
   return 0;
 }
 
 void HostTensor::set(int64_t i, double v) {
+  if (dtype_ == DType::int4) {
+    uint8_t nibble = static_cast<uint8_t>(static_cast<int>(round_to(DType::int4, v)) & 0xf);
+    uint8_t& byte = data_[i / 2];
+    int shift = i % 2 * 4;
+    byte = static_cast<uint8_t>((byte & ~(0xf << shift)) | (nibble << shift));
+    return;
+  }
   uint8_t* p = data_.data() + i * dtype_bytes(dtype_);
   switch (dtype_) {
   case DType::f32: {
@@ -70,13 +93,34 @@ void HostTensor::set(int64_t i, double v) {
     return;
   }
   case DType::boolean: *p = v != 0; return;
+  case DType::i8:
+    *p = static_cast<uint8_t>(static_cast<int8_t>(round_to(DType::i8, v)));
+    return;
+  case DType::u8:
+    *p = static_cast<uint8_t>(round_to(DType::u8, v));
+    return;
+  case DType::fp8_e4m3:
+  case DType::fp8_e5m2:
+    *p = float_to_fp8_bits(dtype_, static_cast<float>(v));
+    return;
+  case DType::int4:
+    return; // above
   }
 }
 
 void HostTensor::fill_random(uint64_t seed, double lo, double hi) {
   std::mt19937_64 rng(seed);
-  if (dtype_ == DType::i32) {
-    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+  if (is_int(dtype_)) {
+    // The integers in [lo, hi) that the dtype holds; uniform_int_distribution's bounds are
+    // both inclusive.
+    double first = std::max(std::ceil(lo), static_cast<double>(int_min(dtype_)));
+    double last = std::min(std::ceil(hi) - 1, static_cast<double>(int_max(dtype_)));
+    if (!(first <= last))
+      user_error() << "fill_random: [" << lo << ", " << hi << ") holds no " << dtype_name(dtype_)
+                   << " value (" << dtype_name(dtype_) << " holds " << int_min(dtype_) << " to "
+                   << int_max(dtype_) << "); give a range with an integer in it";
+    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(first),
+                                             static_cast<int64_t>(last));
     for (int64_t i = 0; i < numel_; ++i) set(i, static_cast<double>(d(rng)));
     return;
   }
@@ -85,8 +129,10 @@ void HostTensor::fill_random(uint64_t seed, double lo, double hi) {
 }
 
 void HostTensor::poison() {
-  double v = dtype_ == DType::i32 ? static_cast<double>(std::numeric_limits<int32_t>::min())
-                                  : std::numeric_limits<double>::quiet_NaN();
+  // Integers: the most negative value (u8: 255, the value farthest from 0).
+  double v = !is_int(dtype_)       ? std::numeric_limits<double>::quiet_NaN()
+             : dtype_ == DType::u8 ? 255.0
+                                   : static_cast<double>(int_min(dtype_));
   fill(v);
 }
 

@@ -92,7 +92,11 @@ Var Variable::make(const std::string& name, DType t) {
   return Var(std::make_shared<Variable>(name, fresh_uid(), t));
 }
 
-DType compute_type(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
+DType compute_type(DType t) {
+  if (is_float(t)) return DType::f32;
+  if (is_int(t)) return DType::i32;
+  return t;
+}
 
 const char* binop_name(BinOp op) {
   switch (op) {
@@ -115,15 +119,51 @@ const char* binop_name(BinOp op) {
   case BinOp::ge: return ">=";
   case BinOp::land: return "&&";
   case BinOp::lor: return "||";
+  case BinOp::bit_or:
+    return "|";
   }
   return "?";
 }
 
-bool binop_is_compare(BinOp op) { return op >= BinOp::eq; }
+bool binop_is_compare(BinOp op) {
+  return op >= BinOp::eq && op <= BinOp::lor;
+}
+bool binop_is_bitwise(BinOp op) {
+  return op == BinOp::bit_and || op == BinOp::bit_xor || op == BinOp::bit_or || op == BinOp::shl ||
+         op == BinOp::shr;
+}
 
 namespace {
 
 bool is_float_t(DType t) { return is_float(t); }
+
+} // namespace
+
+int64_t bit_op32(BinOp op, int64_t a, int64_t b) {
+  auto x = static_cast<uint32_t>(a), y = static_cast<uint32_t>(b);
+  uint32_t r = 0;
+  switch (op) {
+  case BinOp::bit_and:
+    r = x & y;
+    break;
+  case BinOp::bit_xor:
+    r = x ^ y;
+    break;
+  case BinOp::bit_or:
+    r = x | y;
+    break;
+  case BinOp::shl:
+    r = x << (y & 31);
+    break;
+  case BinOp::shr:
+    return static_cast<int32_t>(x) >> (y & 31); // arithmetic
+  default:
+    internal_assert(false) << binop_name(op) << " is not a bit op";
+  }
+  return static_cast<int32_t>(r);
+}
+
+namespace {
 
 int64_t fold_int(BinOp op, int64_t a, int64_t b) {
   switch (op) {
@@ -134,10 +174,12 @@ int64_t fold_int(BinOp op, int64_t a, int64_t b) {
   case BinOp::mod: return a % b;
   case BinOp::min: return std::min(a, b);
   case BinOp::max: return std::max(a, b);
-  case BinOp::bit_and: return a & b;
-  case BinOp::bit_xor: return a ^ b;
-  case BinOp::shl: return a << b;
-  case BinOp::shr: return a >> b;
+  case BinOp::bit_and:
+  case BinOp::bit_xor:
+  case BinOp::bit_or:
+  case BinOp::shl:
+  case BinOp::shr:
+    return bit_op32(op, a, b);
   case BinOp::eq: return a == b;
   case BinOp::ne: return a != b;
   case BinOp::lt: return a < b;
@@ -201,12 +243,23 @@ const char* callop_name(CallOp op) {
   case CallOp::log2: return "log2";
   case CallOp::sqrt: return "sqrt";
   case CallOp::rsqrt: return "rsqrt";
+  case CallOp::bit_not:
+    return "~";
+  case CallOp::tanh:
+    return "tanh";
+  case CallOp::erf:
+    return "erf";
+  case CallOp::sigmoid:
+    return "sigmoid";
+  case CallOp::pow:
+    return "pow";
   }
   return "?";
 }
 
 Expr Call::make(CallOp op, std::vector<Expr> args) {
-  internal_assert(args.size() == 1) << callop_name(op) << " takes one argument";
+  internal_assert(args.size() == (op == CallOp::pow ? 2u : 1u))
+      << callop_name(op) << " takes " << (op == CallOp::pow ? "two arguments" : "one argument");
   DType t0 = compute_type(args[0].dtype());
   DType t;
   switch (op) {
@@ -216,6 +269,10 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     [[fallthrough]];
   case CallOp::abs: t = is_float(t0) ? DType::f32 : DType::i32; break;
   case CallOp::lnot: t = DType::boolean; break;
+  case CallOp::bit_not:
+    if (const int64_t* v = args[0].as_int()) return IntImm::make(~*v);
+    t = DType::i32;
+    break;
   default: t = DType::f32; break;
   }
   return Expr(std::make_shared<Call>(op, std::move(args), t));

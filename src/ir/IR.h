@@ -150,12 +150,20 @@ struct Variable : ExprNode {
   static Var make(const std::string& name, DType t = DType::i32);
 };
 
+/// Bit ops take integer operands and work on 32-bit two's complement values: shr is an
+/// arithmetic shift (sign-filling), shl wraps, and a shift count is taken modulo 32.
+// clang-format off
 enum class BinOp : uint8_t {
   add, sub, mul, div, mod, min, max, bit_and, bit_xor, shl, shr, // arithmetic (bit ops: integers)
-  eq, ne, lt, le, gt, ge, land, lor                              // comparisons and logic: bool
+  eq, ne, lt, le, gt, ge, land, lor,                             // comparisons and logic: bool
+  bit_or,                                                        // integers
 };
+// clang-format on
 const char* binop_name(BinOp op); // the C++ spelling ("+", "<=") or function name ("min")
-bool binop_is_compare(BinOp op);
+bool binop_is_compare(BinOp op);  // also land / lor: results are bool
+bool binop_is_bitwise(BinOp op);
+/// A bit op on integer values, with the 32-bit result the rule above gives.
+int64_t bit_op32(BinOp op, int64_t a, int64_t b);
 
 struct Binary : ExprNode {
   static constexpr NodeKind node_kind = NodeKind::Binary;
@@ -167,7 +175,13 @@ struct Binary : ExprNode {
   static Expr make(BinOp op, Expr a, Expr b);
 };
 
-enum class CallOp : uint8_t { neg, lnot, abs, exp, exp2, log, log2, sqrt, rsqrt };
+/// Math on f32 (integer arguments convert). bit_not: integers only (~x). pow takes two
+/// arguments, every other op one.
+// clang-format off
+enum class CallOp : uint8_t {
+  neg, lnot, abs, exp, exp2, log, log2, sqrt, rsqrt, bit_not, tanh, erf, sigmoid, pow
+};
+// clang-format on
 const char* callop_name(CallOp op);
 
 struct Call : ExprNode {
@@ -223,7 +237,7 @@ struct Intrinsic : ExprNode {
                    std::vector<Buffer> buffers = {}, bool pure = true);
 };
 
-/// The arithmetic type an operand of dtype t computes in: f16/bf16 -> f32.
+/// The arithmetic type an operand of dtype t computes in: f16/bf16/fp8 -> f32, i8/u8/int4 -> i32.
 DType compute_type(DType t);
 
 // ---------------------------------------------------------------------------------------------

@@ -57,6 +57,31 @@ protected:
     check_buffer(op->buffer, true);
     IRVisitor::visit(op);
   }
+  void visit(const Binary* op) override {
+    if (binop_is_bitwise(op->op)) check_bit_operand(binop_name(op->op), {op->a, op->b});
+    IRVisitor::visit(op);
+  }
+  void visit(const Call* op) override {
+    if (op->op == CallOp::bit_not) check_bit_operand("~", op->args);
+    IRVisitor::visit(op);
+  }
+
+  void check_bit_operand(const char* name, const std::vector<Expr>& args) {
+    for (const Expr& a : args)
+      if (is_float(a.dtype()))
+        user_error(loc_) << "kernel '" << k_.name << "': bit operator '" << name << "' on an "
+                         << dtype_name(a.dtype())
+                         << " value; bit operators take integer operands (i32, i8, u8, int4): "
+                            "convert with cast(i32, x) first";
+  }
+
+  /// int4 elements share bytes: writes from different threads would race on the byte.
+  void check_not_int4(const Buffer& b, const char* what) {
+    if (b->dtype == DType::int4)
+      user_error(loc_) << "kernel '" << k_.name << "': " << what << " '" << b->name
+                       << "' is int4; int4 is read-only in kernels (two elements share a byte): "
+                          "declare the tensor u8 and store pack_int4(lo, hi)";
+  }
   void visit(const Region& r) override {
     check_buffer(r.buffer, false);
     IRVisitor::visit(r);
@@ -73,6 +98,7 @@ protected:
   }
   void visit(const Allocate* op) override {
     stmt(op);
+    check_not_int4(op->buffer, "tile");
     live_.back().insert(op->buffer->uid);
   }
   void visit(const For* op) override {
@@ -104,15 +130,18 @@ protected:
   void visit(const Store* op) override {
     stmt(op);
     check_buffer(op->buffer, true);
+    check_not_int4(op->buffer, "store to");
     IRVisitor::visit(op);
   }
   void visit(const AtomicAdd* op) override {
     stmt(op);
     check_buffer(op->buffer, true);
+    check_not_int4(op->buffer, "atomic_add to");
     IRVisitor::visit(op);
   }
   void visit(const Copy* op) override {
     stmt(op);
+    check_not_int4(op->dst.buffer, "copy to");
     visit(op->src);
     visit(op->dst);
   }
@@ -124,6 +153,7 @@ protected:
   }
   void visit(const Fill* op) override {
     stmt(op);
+    check_not_int4(op->dst.buffer, "fill of");
     visit(op->dst);
     visit(op->value);
   }

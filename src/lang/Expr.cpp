@@ -26,6 +26,34 @@ Expr operator&&(const Expr& a, const Expr& b) { return Binary::make(BinOp::land,
 Expr operator||(const Expr& a, const Expr& b) { return Binary::make(BinOp::lor, a, b); }
 Expr operator!(const Expr& a) { return Call::make(CallOp::lnot, {a}); }
 
+// A float operand of a bit operator is reported by the verifier, at the statement that uses
+// the expression (these operators have no source location of their own).
+Expr operator&(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::bit_and, a, b);
+}
+Expr operator|(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::bit_or, a, b);
+}
+Expr operator^(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::bit_xor, a, b);
+}
+Expr operator<<(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::shl, a, b);
+}
+Expr operator>>(const Expr& a, const Expr& b) {
+  return Binary::make(BinOp::shr, a, b);
+}
+Expr operator~(const Expr& a) {
+  return Call::make(CallOp::bit_not, {a});
+}
+Expr unpack_int4(const Expr& byte, const Expr& which) {
+  // (n ^ 8) - 8 sign-extends a nibble n.
+  return (((byte >> (which * 4)) & 15) ^ 8) - 8;
+}
+Expr pack_int4(const Expr& lo, const Expr& hi) {
+  return (lo & 15) | ((hi & 15) << 4);
+}
+
 Expr min(const Expr& a, const Expr& b) { return Binary::make(BinOp::min, a, b); }
 Expr max(const Expr& a, const Expr& b) { return Binary::make(BinOp::max, a, b); }
 Expr abs(const Expr& a) { return Call::make(CallOp::abs, {a}); }
@@ -35,6 +63,18 @@ Expr log(const Expr& a) { return Call::make(CallOp::log, {a}); }
 Expr log2(const Expr& a) { return Call::make(CallOp::log2, {a}); }
 Expr sqrt(const Expr& a) { return Call::make(CallOp::sqrt, {a}); }
 Expr rsqrt(const Expr& a) { return Call::make(CallOp::rsqrt, {a}); }
+Expr tanh(const Expr& a) {
+  return Call::make(CallOp::tanh, {a});
+}
+Expr erf(const Expr& a) {
+  return Call::make(CallOp::erf, {a});
+}
+Expr sigmoid(const Expr& a) {
+  return Call::make(CallOp::sigmoid, {a});
+}
+Expr pow(const Expr& a, const Expr& b) {
+  return Call::make(CallOp::pow, {a, b});
+}
 Expr select(const Expr& c, const Expr& a, const Expr& b) { return ir::Select::make(c, a, b); }
 Expr cast(DType t, const Expr& a) { return ir::Cast::make(t, a); }
 Expr ceildiv(const Expr& a, const Expr& b) { return (a + b - 1) / b; }

@@ -16,7 +16,7 @@ void check_indices(const ir::Buffer& b, const std::vector<Expr>& idx, const char
                     << (b->scope == ir::Scope::global ? " tensor" : " tile")
                     << "; give one index per dimension";
   for (size_t d = 0; d < idx.size(); ++d)
-    if (!idx[d].defined() || !(idx[d].dtype() == DType::i32))
+    if (!idx[d].defined() || !is_int(idx[d].dtype()))
       user_error(loc) << what << " of '" << b->name << "': index " << d
                       << " is not an integer expression (it is "
                       << (idx[d].defined() ? dtype_name(idx[d].dtype()) : "undefined")

@@ -195,7 +195,7 @@ private:
     for (const auto& d : r_.list(n, "dtypes", "dtypes: [bf16]")) {
       std::string name = r_.string(d, "a dtype", "bf16");
       auto t = parse_dtype(name);
-      if (!t || !is_float(*t)) {
+      if (!t || !(*t == DType::bf16 || *t == DType::f16 || *t == DType::f32)) {
         std::string near = closest_key(name, names);
         r_.fail(d, "unknown dtype '" + name + "'",
                 (near.empty() ? "" : "did you mean '" + near + "'? ") + "use bf16, f16 or f32");

@@ -1,10 +1,12 @@
 // Host-side tests of the device library's 16-bit float conversions (types.cuh): the host path
 // must round exactly like PTX cvt.rn (round to nearest, ties to even) so that host references
-// and the CPU interpreter agree bit for bit with the GPU.
+// and the CPU interpreter agree bit for bit with the GPU; the fp8 fallback path likewise.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "types.cuh"
 
@@ -90,6 +92,63 @@ TEST(Types, PackedPairsPutElementZeroInTheLowHalf) {
   EXPECT_EQ(h.bits, 0xc0003c00u);
   EXPECT_EQ(tp::low(h).bits, 0x3c00);
   EXPECT_EQ(tp::high(h).bits, 0xc000);
+}
+
+} // namespace
+
+// --- fp8 -----------------------------------------------------------------------------------
+// The device library's integer-arithmetic fp8 path (what sm_80 and the host run; sm_89+ use
+// cvt.rn.satfinite) agrees with the host library's (frexp / nearbyint) implementation, which
+// tests/ir/DTypeTest checks against a brute-force nearest-value search: on every fp8 value,
+// every midpoint and its neighbours, and a million f32 bit patterns spread over the range.
+uint8_t host_fp8_bits(bool e4m3, float f);
+float host_fp8_value(bool e4m3, uint8_t b);
+
+namespace {
+
+uint8_t device_fp8_bits(bool e4m3, float f) {
+  return e4m3 ? tp::to_fp8e4m3(f).bits : tp::to_fp8e5m2(f).bits;
+}
+float device_fp8_value(bool e4m3, uint8_t b) {
+  return e4m3 ? tp::to_float(tp::fp8e4m3{b}) : tp::to_float(tp::fp8e5m2{b});
+}
+bool same(float a, float b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
+
+TEST(Types, Fp8SoftwarePathMatchesTheHostLibrary) {
+  for (bool e4m3 : {true, false}) {
+    std::vector<float> xs;
+    for (int b = 0; b < 256; ++b) {
+      const uint8_t u = static_cast<uint8_t>(b);
+      ASSERT_TRUE(same(device_fp8_value(e4m3, u), host_fp8_value(e4m3, u))) << e4m3 << " " << b;
+      float v = host_fp8_value(e4m3, u), w = host_fp8_value(e4m3, static_cast<uint8_t>(b + 1));
+      if (std::isfinite(v) && std::isfinite(w) && (b & 0x7f) != 0x7f) {
+        float mid = (v + w) / 2;
+        xs.insert(xs.end(),
+                  {v, mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)});
+      }
+    }
+    for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4093) {
+      float f;
+      const uint32_t u = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &u, 4);
+      xs.push_back(f);
+    }
+    xs.insert(xs.end(),
+              {INFINITY, -INFINITY, std::numeric_limits<float>::denorm_min(), 0.0f, -0.0f});
+    for (float x : xs) {
+      if (std::isnan(x)) {
+        ASSERT_TRUE(std::isnan(device_fp8_value(e4m3, device_fp8_bits(e4m3, x))));
+        continue;
+      }
+      ASSERT_EQ(device_fp8_bits(e4m3, x), host_fp8_bits(e4m3, x))
+          << (e4m3 ? "e4m3 " : "e5m2 ") << x;
+    }
+  }
+  EXPECT_EQ(tp::to_fp8e4m3(1e9f).bits, 0x7e);      // satfinite: 448
+  EXPECT_EQ(tp::to_fp8e5m2(-INFINITY).bits, 0xfb); // -57344
+  EXPECT_EQ(tp::to_fp8e4m3(1.0f).bits, 0x38);
 }
 
 } // namespace

@@ -188,3 +188,34 @@ TEST(LangErrors, GlobalToGlobalCopy) {
       },
       {"both are global tensors"});
 }
+
+TEST(LangErrors, BitOperatorOnAFloat) {
+  Tensor X("X", {64}, f32), Y("Y", {64}, i32);
+  expect_user_error(
+      [&] {
+        kernel("k", {X, Y}, grid(1), threads(128),
+               [&](Var) { parallel({64}, [&](Var i) { Y(i) = Expr(X(i)) & 1; }); });
+      },
+      {"bit operator '&' on an f32 value", "integer operands", "cast(i32, x)"});
+  expect_user_error(
+      [&] {
+        kernel("k", {X, Y}, grid(1), threads(128),
+               [&](Var) { parallel({64}, [&](Var i) { Y(i) = ~Expr(X(i)); }); });
+      },
+      {"bit operator '~' on an f32 value"});
+}
+
+TEST(LangErrors, Int4IsReadOnly) {
+  Tensor Q("Q", {64}, int4), Y("Y", {64}, i32);
+  expect_user_error(
+      [&] {
+        kernel("k", {Q, Y}, grid(1), threads(128),
+               [&](Var) { parallel({64}, [&](Var i) { Q(i) = Y(i); }); });
+      },
+      {"store to 'Q' is int4", "read-only", "declare the tensor u8 and store pack_int4"});
+  expect_user_error(
+      [&] {
+        kernel("k", {Q, Y}, grid(1), threads(128), [&](Var) { alloc_shared({64}, int4); });
+      },
+      {"tile 'shared0' is int4"});
+}

@@ -8,7 +8,7 @@ namespace tp::cli {
 
 DType parse_dtype_or_fail(const std::string& s) {
   auto t = parse_dtype(s);
-  if (!t || *t == DType::i32)
+  if (!t || !(*t == DType::bf16 || *t == DType::f16 || *t == DType::f32))
     user_error() << "unsupported --dtype '" << s << "'; use bf16, f16 or f32";
   return *t;
 }

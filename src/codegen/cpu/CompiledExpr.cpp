@@ -96,10 +96,12 @@ double binop(BinOp op, bool fl, double x, double y) {
     return y == 0 ? 0 : std::fmod(x, y);
   case BinOp::min: return std::fmin(x, y);
   case BinOp::max: return std::fmax(x, y);
-  case BinOp::bit_and: return static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y));
-  case BinOp::bit_xor: return static_cast<double>(static_cast<int64_t>(x) ^ static_cast<int64_t>(y));
-  case BinOp::shl: return static_cast<double>(static_cast<int64_t>(x) << static_cast<int64_t>(y));
-  case BinOp::shr: return static_cast<double>(static_cast<int64_t>(x) >> static_cast<int64_t>(y));
+  case BinOp::bit_and:
+  case BinOp::bit_xor:
+  case BinOp::bit_or:
+  case BinOp::shl:
+  case BinOp::shr:
+    return static_cast<double>(ir::bit_op32(op, static_cast<int64_t>(x), static_cast<int64_t>(y)));
   case BinOp::eq: return x == y;
   case BinOp::ne: return x != y;
   case BinOp::lt: return x < y;
@@ -138,7 +140,7 @@ private:
   std::unique_ptr<CExpr> a_, b_;
 };
 
-double callop(CallOp op, double x) {
+double callop(CallOp op, double x, double y) {
   switch (op) {
   case CallOp::neg: return -x;
   case CallOp::lnot: return x == 0;
@@ -149,24 +151,40 @@ double callop(CallOp op, double x) {
   case CallOp::log2: return std::log2(x);
   case CallOp::sqrt: return std::sqrt(x);
   case CallOp::rsqrt: return 1.0 / std::sqrt(x);
+  case CallOp::bit_not:
+    return static_cast<double>(~static_cast<int32_t>(static_cast<int64_t>(x)));
+  case CallOp::tanh:
+    return std::tanh(x);
+  case CallOp::erf:
+    return std::erf(x);
+  case CallOp::sigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case CallOp::pow:
+    return std::pow(x, y);
   }
   return 0;
 }
 
+/// A math call of one or two arguments (the second is unused, and 0, for one).
 class CallE : public CExpr {
 public:
-  CallE(CallOp op, std::unique_ptr<CExpr> a) : op_(op), a_(std::move(a)) {}
+  CallE(CallOp op, std::unique_ptr<CExpr> a, std::unique_ptr<CExpr> b)
+      : op_(op), a_(std::move(a)), b_(std::move(b)) {}
   Val eval(Ctx& c) override {
     Val x = a_->eval(c);
-    double* o = out(c, x.uniform);
-    int n = x.uniform ? 1 : c.n;
-    for (int i = 0; i < n; ++i) o[i] = rnd(type, callop(op_, x.at(i)));
-    return {o, x.uniform};
+    static const double zero = 0;
+    Val y = b_ ? b_->eval(c) : Val{&zero, true};
+    bool u = x.uniform && y.uniform;
+    double* o = out(c, u);
+    int n = u ? 1 : c.n;
+    for (int i = 0; i < n; ++i)
+      o[i] = rnd(type, callop(op_, x.at(i), y.at(i)));
+    return {o, u};
   }
 
 private:
   CallOp op_;
-  std::unique_ptr<CExpr> a_;
+  std::unique_ptr<CExpr> a_, b_;
 };
 
 class SelectE : public CExpr {
@@ -310,7 +328,8 @@ std::unique_ptr<CExpr> compile_expr(const Expr& e, Layout& lay, const SourceLoc&
     bool fl = is_float(ir::compute_type(b->a.dtype())) || is_float(ir::compute_type(b->b.dtype()));
     r = std::make_unique<BinE>(b->op, fl, compile_expr(b->a, lay, loc), compile_expr(b->b, lay, loc));
   } else if (const auto* c = ir::as<ir::Call>(e)) {
-    r = std::make_unique<CallE>(c->op, compile_expr(c->args[0], lay, loc));
+    r = std::make_unique<CallE>(c->op, compile_expr(c->args[0], lay, loc),
+                                c->args.size() > 1 ? compile_expr(c->args[1], lay, loc) : nullptr);
   } else if (const auto* s = ir::as<ir::Select>(e)) {
     r = std::make_unique<SelectE>(compile_expr(s->cond, lay, loc), compile_expr(s->a, lay, loc),
                                   compile_expr(s->b, lay, loc), has_load(s->a), has_load(s->b));

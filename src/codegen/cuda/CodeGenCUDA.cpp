@@ -26,8 +26,36 @@ const char* storage_type(DType t) {
     return "int";
   case DType::boolean:
     return "bool";
+  case DType::i8:
+    return "signed char";
+  case DType::u8:
+  case DType::int4: // two elements per byte: read through tp::cg::int4_at
+    return "unsigned char";
+  case DType::fp8_e4m3:
+    return "tp::fp8e4m3";
+  case DType::fp8_e5m2:
+    return "tp::fp8e5m2";
   }
   return "?";
+}
+
+/// The device function that rounds a value into an 8- or 4-bit integer, or nullptr.
+const char* small_int_conversion(DType t) {
+  switch (t) {
+  case DType::i8:
+    return "tp::cg::to_i8";
+  case DType::u8:
+    return "tp::cg::to_u8";
+  case DType::int4:
+    return "tp::cg::to_int4";
+  default:
+    return nullptr;
+  }
+}
+
+/// Element types that load through tp::cg::f and store through tp::cg::as<T>.
+bool converted_float(DType t) {
+  return t == DType::bf16 || t == DType::f16 || t == DType::fp8_e4m3 || t == DType::fp8_e5m2;
 }
 
 const char* value_type(DType t) {
@@ -214,6 +242,7 @@ protected:
     if (op->op == ir::BinOp::min) return fn(fl ? "tp::minf" : "tp::imin");
     if (op->op == ir::BinOp::max) return fn(fl ? "tp::maxf" : "tp::imax");
     if (op->op == ir::BinOp::mod && fl) return fn("fmodf");
+    if (op->op == ir::BinOp::shl || op->op == ir::BinOp::shr) return shift(op);
     os_ << "(";
     if (fl && !ir::binop_is_compare(op->op) && !is_float(ir::compute_type(op->a.dtype())))
       os_ << "(float)";
@@ -225,10 +254,56 @@ protected:
     os_ << ")";
   }
 
+  /// `<<` shifts an unsigned copy (a negative left operand is undefined in C++17) and `>>`
+  /// is arithmetic on int; a count that is not a constant in [0, 32) is taken modulo 32.
+  void shift(const ir::Binary* op) {
+    bool left = op->op == ir::BinOp::shl;
+    os_ << (left ? "((int)((unsigned)(" : "((");
+    visit(op->a);
+    os_ << (left ? ") << " : ") >> ");
+    const int64_t* c = op->b.as_int();
+    if (c && *c >= 0 && *c < 32) {
+      visit(op->b);
+    } else {
+      os_ << "((";
+      visit(op->b);
+      os_ << ") & 31)";
+    }
+    os_ << (left ? "))" : ")");
+  }
+
   void visit(const ir::Call* op) override {
     bool fl = is_float(ir::compute_type(op->args[0].dtype()));
+    auto f32 = [&](size_t i) {
+      os_ << "(float)(";
+      visit(op->args[i]);
+      os_ << ")";
+    };
     const char* f = "";
     switch (op->op) {
+    case ir::CallOp::bit_not:
+      os_ << "(~(";
+      visit(op->args[0]);
+      os_ << "))";
+      return;
+    case ir::CallOp::tanh:
+    case ir::CallOp::erf:
+      os_ << (op->op == ir::CallOp::tanh ? "tanhf(" : "erff(");
+      f32(0);
+      os_ << ")";
+      return;
+    case ir::CallOp::sigmoid:
+      os_ << "(1.0f / (1.0f + expf(-";
+      f32(0);
+      os_ << ")))";
+      return;
+    case ir::CallOp::pow:
+      os_ << "powf(";
+      f32(0);
+      os_ << ", ";
+      f32(1);
+      os_ << ")";
+      return;
     case ir::CallOp::neg:
       f = "-";
       break;
@@ -281,13 +356,25 @@ protected:
 
   void visit(const ir::Cast* op) override {
     DType from = ir::compute_type(op->value.dtype());
+    if (const char* fn = small_int_conversion(op->dtype)) {
+      os_ << fn << "(";
+      visit(op->value);
+      os_ << ")";
+      return;
+    }
     switch (op->dtype) {
     case DType::bf16:
     case DType::f16:
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2:
       os_ << "tp::cg::round_as<" << storage_type(op->dtype) << ">((float)(";
       visit(op->value);
       os_ << "))";
       return;
+    case DType::i8:
+    case DType::u8:
+    case DType::int4:
+      break; // above
     case DType::f32:
       os_ << "((float)(";
       break;
@@ -313,7 +400,15 @@ protected:
   }
 
   void visit(const ir::Load* op) override {
-    bool conv = op->buffer->dtype == DType::bf16 || op->buffer->dtype == DType::f16;
+    if (op->buffer->dtype == DType::int4) {
+      internal_assert(op->indices.size() == 1)
+          << "int4 load of " << op->buffer->name << " is not flat: int4 buffers are tensors";
+      os_ << "tp::cg::int4_at(" << buffer_name(op->buffer) << ", ";
+      visit(op->indices[0]);
+      os_ << ")";
+      return;
+    }
+    bool conv = converted_float(op->buffer->dtype);
     if (conv) os_ << "tp::cg::f(";
     os_ << buffer_name(op->buffer);
     print_index(op->buffer, op->indices);
@@ -445,7 +540,12 @@ protected:
     print_index(op->buffer, op->indices);
     os_ << " = ";
     DType t = op->buffer->dtype;
-    if (t == DType::bf16 || t == DType::f16) {
+    internal_assert(t != DType::int4) << "store to int4 buffer " << op->buffer->name;
+    if (const char* fn = small_int_conversion(t)) {
+      os_ << fn << "(";
+      visit(op->value);
+      os_ << ")";
+    } else if (converted_float(t)) {
       os_ << "tp::cg::as<" << storage_type(t) << ">(";
       visit(op->value);
       os_ << ")";

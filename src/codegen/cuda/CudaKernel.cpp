@@ -17,6 +17,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// TMA moves bytes: every 1-byte type is UINT8 (TMA has no signed 8-bit or fp8 type, and the
+/// out-of-bounds fill is zero bytes, which is 0 in each of them). int4 tensors are never
+/// TMA-loaded (nothing shares their dtype).
 CUtensorMapDataType tma_dtype(DType t) {
   switch (t) {
   case DType::bf16:
@@ -25,9 +28,19 @@ CUtensorMapDataType tma_dtype(DType t) {
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   case DType::f32:
     return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-  default:
+  case DType::i32:
     return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  case DType::boolean:
+  case DType::i8:
+  case DType::u8:
+  case DType::fp8_e4m3:
+  case DType::fp8_e5m2:
+    return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  case DType::int4:
+    break;
   }
+  internal_assert(false) << "no TMA data type for " << dtype_name(t);
+  return CU_TENSOR_MAP_DATA_TYPE_UINT8;
 }
 
 CUtensorMap encode(const TmaParam& p, const DeviceTensor& t) {
