@@ -1,6 +1,7 @@
 // The correctness check.
 #include "ops/Check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/cpu/Interpreter.h"
+#include "ops/MemoryCheck.h"
 
 namespace tp::ops {
 
@@ -43,6 +45,16 @@ std::string index_str(const std::vector<int64_t>& idx) {
 
 } // namespace
 
+std::pair<double, double> default_tolerance(const Operator& op, const Problem& p) {
+  auto [atol, rtol] = op.tolerance(p.dtype);
+  if (p.dtype == DType::f32) {
+    double scale = std::sqrt(std::max(1.0, static_cast<double>(op.reduction_length(p)) / 256.0));
+    atol *= scale;
+    rtol *= scale;
+  }
+  return {atol, rtol};
+}
+
 CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o) {
   return check_with(op, p, o,
                     [](const Kernel& k, std::vector<HostTensor>& args,
@@ -64,10 +76,12 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   r.backend = o.backend;
   r.seed = o.seed;
   r.config = o.config.empty() ? op.default_config(p, o.arch) : o.config;
-  auto [atol, rtol] = op.tolerance(p.dtype);
+  auto [atol, rtol] = default_tolerance(op, p);
   r.atol = o.atol >= 0 ? o.atol : atol;
   r.rtol = o.rtol >= 0 ? o.rtol : rtol;
 
+  // Before anything is allocated: a problem too large for this host is bad input.
+  require_memory(op, p, "check");
   Kernel k = op.build(p, r.config);
   std::vector<HostTensor> args = op.make_args(p, o.seed);
   std::array<int64_t, 3> g = op.grid(p, r.config);

@@ -38,6 +38,12 @@ struct CheckResult {
 using BlockRunner = std::function<void(const Kernel&, std::vector<HostTensor>&,
                                        const std::vector<std::array<int64_t, 3>>& blocks)>;
 
+/// The operator's default tolerance for p's dtype. For f32 it grows with the reduction length
+/// n as sqrt(n / 256) (n <= 256: unchanged): the rounding error of an f32 sum of n terms grows
+/// like sqrt(n), so a fixed bound fails correct long-K kernels. bf16 and f16 are bounded by
+/// the output's rounding, which their defaults already allow for.
+std::pair<double, double> default_tolerance(const Operator& op, const Problem& p);
+
 CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o);
 /// Same, with a caller-supplied runner (the CUDA backend runs the whole grid).
 CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions& o,

@@ -11,7 +11,7 @@ nlohmann::json read_json(const std::string& path) {
   try {
     return nlohmann::json::parse(read_text(path));
   } catch (const nlohmann::json::exception& e) {
-    user_error() << path << " is not valid JSON (" << e.what()
+    user_error() << path << " is not valid JSON (" << plain_error_text(e)
                  << "); rerun the pilot to write the release again";
     throw;
   }
@@ -41,7 +41,7 @@ ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where
       kv[k] = v.get<std::string>();
     return op.parse(kv, *dt);
   } catch (const nlohmann::json::exception& e) {
-    user_error() << where << ": malformed problem (" << e.what()
+    user_error() << where << ": malformed problem (" << plain_error_text(e)
                  << "); a problem is {op, dtype, shape: {key: int}, options: {key: str}}";
     throw;
   }
@@ -112,7 +112,7 @@ Release load_release(const std::string& dir) {
     r.fallback = fb.at("operator").get<std::string>();
     r.fallback_reasons = fb.at("reasons").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
-    user_error() << dir << ": malformed release (" << e.what()
+    user_error() << dir << ": malformed release (" << plain_error_text(e)
                  << "); rerun the pilot to write it again";
   }
   return r;
