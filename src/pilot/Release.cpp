@@ -112,6 +112,7 @@ void write_release(PilotRun& r, nlohmann::json& d) {
     write_text(dir + "/" + path, bytes);
     manifest["files"][path] = {{"xxh64", xxh64_hex(bytes)}, {"bytes", bytes.size()}};
   }
+  manifest["files_xxh64"] = file_list_hash(manifest["files"]);
   write_text(dir + "/manifest.json", manifest.dump(2) + "\n");
   d["kind"] = "release";
   d["dir"] = r.final_dir + "/release";
