@@ -2,6 +2,7 @@
 #include "pilot/ConfigCheck.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "autotune/ConfigSpace.h"
 
@@ -21,21 +22,15 @@ std::string config_problem(const ops::Operator& op, const ops::Problem& p, const
                            const ops::Config& c) {
   if (std::string why = arch_problem(arch); !why.empty()) return why;
   if (std::string why = op.unsupported_on(p, arch); !why.empty()) return why;
-  // A knob that sm_90a can vary but `arch` fixes to one value exists only on sm_90a.
-  if (arch != "sm_90a") {
-    std::vector<ops::Knob> full = autotune::knob_space(op, "sm_90a"),
-                           here = autotune::knob_space(op, arch);
-    for (const ops::Knob& k : here) {
-      auto f = std::find_if(full.begin(), full.end(), [&](auto& x) { return x.name == k.name; });
-      auto v = c.find(k.name);
-      if (f == full.end() || v == c.end() || k.values.size() != 1 || f->values.size() < 2)
-        continue;
-      if (v->second != k.values[0])
-        return k.name + "=" + std::to_string(v->second) + " is not available on " + arch +
-               " (it needs sm_90a's TMA and warp specialization); set " + k.name + "=" +
-               std::to_string(k.values[0]) + " or drop it";
-    }
-  }
+  // Knobs of sm_90a's TMA and warp-specialized schedules, with the value that means "off".
+  static const std::vector<std::pair<std::string, int64_t>> kSm90Only = {
+      {"persistent", 0}, {"cluster", 1}, {"overlap", 0}, {"pingpong", 0}};
+  if (arch != "sm_90a")
+    for (const auto& [k, off] : kSm90Only)
+      if (auto v = c.find(k); v != c.end() && v->second != off)
+        return k + "=" + std::to_string(v->second) + " is not available on " + arch +
+               " (it needs sm_90a's TMA and warp specialization); set " + k + "=" +
+               std::to_string(off) + " or drop it";
   autotune::Candidate est =
       autotune::estimate(op, p, autotune::TargetLimits::for_arch(arch), c);
   if (est.category == "smem" || est.category == "invalid")
