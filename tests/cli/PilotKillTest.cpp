@@ -158,10 +158,26 @@ KillStats kill_loop(const fs::path& out, int rounds, double budget_s, Launch lau
   return st;
 }
 
+/// A pilot spec that runs in a fraction of a second on the interpreter (no compile stage; a
+/// failing one compiles its reproducer's kernel with NVRTC when NVRTC is here), seed 100 + i % 2.
 std::string spec_with_seed(int i, const std::string& extra) {
-  std::string s = small_gemm_spec(extra);
-  auto at = s.find("seed: 7");
-  return s.replace(at, 7, "seed: " + std::to_string(100 + (i % 2)));
+  return R"(operator: gemm
+device: sm_90a
+dtypes: [bf16]
+shapes:
+  representative:
+    - {M: 16, N: 16, K: 16, weight: 0.5}
+    - {M: 32, N: 16, K: 16, weight: 0.5}
+  edge:
+    - {M: 7, N: 9, K: 13, layout: nt}
+reference: framework
+tolerance: {atol: 2e-2, rtol: 2e-2}
+objective: {metric: weighted_latency, min_speedup: 1.1}
+memory_limit_mb: 512
+metrics: [correctness, warm, memory]
+fallback: required
+seed: )" + std::to_string(100 + i % 2) +
+         "\n" + extra;
 }
 
 TEST(PilotKill, CliKilledAtRandomPointsKeepsTheFolderConsistent) {

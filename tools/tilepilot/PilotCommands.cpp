@@ -40,7 +40,10 @@ void add_pilot(CLI::App& app, int* rc) {
   cmd->add_flag("--no-progress", a->no_progress, "never draw progress");
   cmd->add_flag("--force", a->force,
                 "replace --out even when it holds files that are not a pilot's output");
-  cmd->callback([a, rc] {
+  cmd->callback([a, cmd, rc] {
+    if (cmd->count("--out") && a->out.empty())
+      user_error() << "--out is empty; pass a folder for the pilot's output, e.g. --out "
+                   << pilot::default_out_dir(a->spec);
     pilot::PilotSpec spec;
     try {
       spec = pilot::load_spec(a->spec);
