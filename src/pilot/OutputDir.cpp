@@ -108,10 +108,13 @@ OutputDir prepare_output_dir(const std::string& out, bool force) {
                  << "; pass --out in a writable place";
   sweep(p);
   if (fs::is_directory(st)) {
+    // A user's regular files beside the outputs (a log the run is tee'd into, notes) are kept;
+    // a folder or special file there means the path is not a pilot's folder.
     std::vector<std::string> foreign;
     for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
       std::string n = it->path().filename().string();
-      if (!is_pilot_output(n)) foreign.push_back(n);
+      std::error_code e2;
+      if (!is_pilot_output(n) && !fs::is_regular_file(it->symlink_status(e2))) foreign.push_back(n);
     }
     if (ec)
       user_error() << "cannot list the output folder '" << p.string() << "': " << ec.message()
@@ -122,9 +125,10 @@ OutputDir prepare_output_dir(const std::string& out, bool force) {
       for (size_t i = 0; i < foreign.size() && i < 5; ++i)
         list += (i ? ", '" : "'") + foreign[i] + "'";
       if (foreign.size() > 5) list += ", ...";
-      user_error() << "--out '" << out << "' holds files that are not a pilot's output (" << list
-                   << "); the pilot replaces the whole folder when it finishes, so pass --force "
-                   << "to replace it anyway, or a new folder";
+      user_error() << "--out '" << out << "' holds folders or special files that are not a "
+                   << "pilot's output (" << list << "); the pilot replaces the folder when it "
+                   << "finishes (keeping only its regular files), so pass --force to replace "
+                   << "it anyway, or a new folder";
     }
   }
   OutputDir d;
@@ -140,6 +144,19 @@ OutputDir prepare_output_dir(const std::string& out, bool force) {
 
 void commit_output_dir(const OutputDir& d) {
   std::error_code ec;
+  // The user's regular files in the folder move with it: hard links (the same file, so a log
+  // still being written keeps going to it), a copy where links are not possible. The new
+  // outputs win a name clash.
+  for (fs::directory_iterator it(d.final_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string n = it->path().filename().string();
+    std::error_code e2;
+    if (is_pilot_output(n) || !fs::is_regular_file(it->symlink_status(e2))) continue;
+    fs::path to = fs::path(d.staging_dir) / n;
+    if (fs::exists(to, e2)) continue;
+    fs::create_hard_link(it->path(), to, e2);
+    if (e2) fs::copy_file(it->path(), to, e2);
+  }
+  ec.clear();
   const char* from = d.staging_dir.c_str();
   const char* to = d.final_dir.c_str();
   if (::rename(from, to) == 0) return; // `to` was missing or an empty folder

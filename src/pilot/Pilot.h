@@ -29,7 +29,8 @@ enum class ProgressMode { automatic, on, off }; // automatic: on when stderr is 
 
 struct PilotOptions {
   std::string out_dir; // created if missing; replaced atomically when the run finishes
-  /// Replace out_dir even when it holds files that are not a pilot's output (else user error).
+  /// Replace out_dir even when it holds folders or special files that are not a pilot's output
+  /// (else user error; the user's regular files there are always kept).
   bool force = false;
   Backends backends = default_backends();
   double cpu_flop_budget = 3e8;            // interpreter work per case before blocks are sampled

@@ -43,22 +43,28 @@ TEST(OutputDir, ARerunReplacesTheEarlierOutputAsAWhole) {
             std::string::npos);
 }
 
-TEST(OutputDir, AFolderWithOtherFilesIsRefusedUnlessForced) {
+TEST(OutputDir, TheUsersFilesAreKeptAndAForeignFolderIsRefusedUnlessForced) {
   std::string dir = scratch_dir(), out = dir + "/mine";
-  write_text(out + "/thesis.tex", "precious");
+  write_text(out + "/pilot.log", "the log this run is tee'd into\n");
+  run_pilot(parse_spec(small_gemm_spec(), "a.yaml"), opts(out));
+  EXPECT_EQ(read_text(out + "/pilot.log"), "the log this run is tee'd into\n");
+  EXPECT_TRUE(fs::exists(out + "/release/manifest.json"));
+  write_text(out + "/thesis/chapter1.tex", "precious");
   try {
     run_pilot(parse_spec(small_gemm_spec(), "a.yaml"), opts(out));
-    FAIL() << "a folder with a user's file was replaced";
+    FAIL() << "a folder holding a user's folder was replaced";
   } catch (const UserError& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("holds files that are not a pilot's output ('thesis.tex')"), std::string::npos)
+    EXPECT_NE(m.find("holds folders or special files that are not a pilot's output ('thesis')"),
+              std::string::npos)
         << m;
     EXPECT_NE(m.find("pass --force"), std::string::npos) << m;
   }
-  EXPECT_EQ(read_text(out + "/thesis.tex"), "precious");
+  EXPECT_EQ(read_text(out + "/thesis/chapter1.tex"), "precious");
   run_pilot(parse_spec(small_gemm_spec(), "a.yaml"), opts(out, /*force=*/true));
-  EXPECT_FALSE(fs::exists(out + "/thesis.tex"));
+  EXPECT_FALSE(fs::exists(out + "/thesis"));
   EXPECT_TRUE(fs::exists(out + "/report.json"));
+  EXPECT_EQ(read_text(out + "/pilot.log"), "the log this run is tee'd into\n");
 }
 
 TEST(OutputDir, ARegularFileOrTheCurrentFolderIsRefused) {

@@ -39,7 +39,8 @@ void add_pilot(CLI::App& app, int* rc) {
   cmd->add_flag("--progress", a->progress, "draw progress on stderr even when not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "never draw progress");
   cmd->add_flag("--force", a->force,
-                "replace --out even when it holds files that are not a pilot's output");
+                "replace --out even when it holds folders that are not a pilot's output (its other "
+                "regular files are kept either way)");
   cmd->callback([a, cmd, rc] {
     if (cmd->count("--out") && a->out.empty())
       user_error() << "--out is empty; pass a folder for the pilot's output, e.g. --out "

@@ -7,6 +7,7 @@
 // Exit status: 0 tuned (or --dry-run); 1 tuning ran but no candidate was correct; 2 bad input,
 // or "not run: measurement needs an <arch> GPU (<reason>)" on a machine that cannot measure
 // (after a compile check of every candidate when a compile hook is registered).
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -210,6 +211,15 @@ void add_tune_command(CLI::App& app, int* rc) {
                 "without a GPU to measure on: compile every kept candidate with NVRTC anyway");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a, sp, cmd, rc] {
+    // Numbers are checked before anything is enumerated or compiled.
+    if (!std::isfinite(a->budget) || a->budget < 0)
+      user_error() << "tune: --budget-seconds " << a->budget << " must be a finite number >= 0";
+    if (!std::isfinite(a->config_timeout) || a->config_timeout <= 0)
+      user_error() << "tune: --config-timeout " << a->config_timeout
+                   << " must be a finite number > 0 (seconds)";
+    if (!std::isfinite(sp->min_gain) || sp->min_gain < 0)
+      user_error() << "tune: --min-gain " << sp->min_gain
+                   << " must be a finite fraction >= 0, e.g. 0.02 for 2 %";
     if (sp->spec.empty()) {
       if (a->op.empty() || a->shape.empty())
         user_error() << "tune: give an operator and --shape (e.g. tune gemm --shape "
