@@ -14,9 +14,9 @@ struct CheckOptions {
   std::string backend = "cpu"; // cpu | cuda
   std::string arch = "cpu";    // picks the default config
   uint64_t seed = 0;
-  Config config;               // empty: the operator's default for arch
-  double atol = -1, rtol = -1; // negative: the operator's default for the dtype
-  double flop_budget = 3e8;    // interpreter: sample blocks beyond this much work
+  Config config;                 // empty: the operator's default for arch
+  double atol = -1, rtol = -1;   // negative: the operator's default for the dtype
+  double flop_budget = 3e8;      // interpreter: sample blocks beyond this much work
   double reference_budget = 3e9; // GPU backends: fp64 reference flops on the CPU
 };
 

@@ -42,8 +42,7 @@ double host_available_bytes() {
   if (const char* env = std::getenv("TILEPILOT_HOST_MEMORY_BYTES")) {
     try {
       return std::stod(env);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   double avail = 0;
   std::ifstream in("/proc/meminfo");

@@ -21,16 +21,21 @@ int64_t Problem::get(const std::string& k, int64_t dflt) const {
 
 std::string Problem::shape_str() const {
   std::string s;
-  for (const auto& [k, v] : shape) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  for (const auto& [k, v] : options) s += (s.empty() ? "" : ",") + k + "=" + v;
+  for (const auto& [k, v] : shape)
+    s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  for (const auto& [k, v] : options)
+    s += (s.empty() ? "" : ",") + k + "=" + v;
   return s;
 }
 
 std::pair<double, double> Operator::tolerance(DType t) const {
   switch (t) {
-  case DType::bf16: return {2e-2, 2e-2};
-  case DType::f16: return {1e-2, 1e-2};
-  default: return {1e-4, 1e-4};
+  case DType::bf16:
+    return {2e-2, 2e-2};
+  case DType::f16:
+    return {1e-2, 1e-2};
+  default:
+    return {1e-4, 1e-4};
   }
 }
 
@@ -38,7 +43,8 @@ const Operator& find_operator(const std::string& name) {
   for (const Operator* op : all_operators())
     if (op->name() == name) return *op;
   std::string known;
-  for (const Operator* op : all_operators()) known += (known.empty() ? "" : ", ") + op->name();
+  for (const Operator* op : all_operators())
+    known += (known.empty() ? "" : ", ") + op->name();
   user_error() << "unknown operator '" << name << "'; known operators: " << known;
   std::abort();
 }
@@ -63,9 +69,9 @@ std::map<std::string, std::string> parse_kv(const std::string& text, const char*
                                       : w == "--space"  ? "bm=64|128,stages=3|4"
                                       : w == "--set"    ? "layers=2,hidden=2048"
                                                         : "key=value,key=value";
-      user_error() << "malformed " << what << " '" << text << "': '" << item
-                   << "' is not key=value" << (eq + 1 == item.size() ? " (the value is missing)" : "")
-                   << "; write e.g. " << w << " " << example;
+      user_error() << "malformed " << what << " '" << text << "': '" << item << "' is not key=value"
+                   << (eq + 1 == item.size() ? " (the value is missing)" : "") << "; write e.g. "
+                   << w << " " << example;
     }
     std::string k = item.substr(0, eq), v = item.substr(eq + 1);
     if (out.count(k)) user_error() << "malformed " << what << ": key '" << k << "' given twice";
@@ -91,7 +97,8 @@ Config parse_config(const std::string& text) {
 
 std::string config_str(const Config& c) {
   std::string s;
-  for (const auto& [k, v] : c) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  for (const auto& [k, v] : c)
+    s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
   return s;
 }
 

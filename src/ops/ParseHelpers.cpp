@@ -62,7 +62,8 @@ void reject_unknown(const std::map<std::string, std::string>& kv,
   for (const auto& [k, v] : kv)
     if (std::find(known.begin(), known.end(), k) == known.end()) {
       std::string list;
-      for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+      for (const auto& s : known)
+        list += (list.empty() ? "" : ", ") + s;
       user_error() << op << ": unknown shape key '" << k << "'; known keys: " << list;
     }
 }

@@ -31,8 +31,7 @@ std::string config_problem(const ops::Operator& op, const ops::Problem& p, const
         return k + "=" + std::to_string(v->second) + " is not available on " + arch +
                " (it needs sm_90a's TMA and warp specialization); set " + k + "=" +
                std::to_string(off) + " or drop it";
-  autotune::Candidate est =
-      autotune::estimate(op, p, autotune::TargetLimits::for_arch(arch), c);
+  autotune::Candidate est = autotune::estimate(op, p, autotune::TargetLimits::for_arch(arch), c);
   if (est.category == "smem" || est.category == "invalid")
     return "config " + ops::config_str(c) + " cannot run " + p.shape_str() + " " +
            dtype_name(p.dtype) + " on " + arch + ": " + est.reason +

@@ -21,8 +21,8 @@ namespace {
 const char* kTag = ".tilepilot-"; // ".<name>.tilepilot-staging-<pid>" / "...-old-<pid>"
 
 std::string sibling(const fs::path& dir, const std::string& kind, long pid) {
-  return (dir.parent_path() / ("." + dir.filename().string() + kTag + kind + "-" +
-                               std::to_string(pid)))
+  return (dir.parent_path() /
+          ("." + dir.filename().string() + kTag + kind + "-" + std::to_string(pid)))
       .string();
 }
 
@@ -39,8 +39,7 @@ void sweep(const fs::path& dir) {
   std::error_code ec;
   const std::string prefix = "." + dir.filename().string() + kTag;
   std::vector<std::pair<fs::path, std::string>> found; // path, kind
-  for (fs::directory_iterator it(dir.parent_path(), ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(dir.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
     std::string n = it->path().filename().string();
     if (n.rfind(prefix, 0) != 0) continue;
     std::string rest = n.substr(prefix.size()); // "staging-123"
@@ -76,10 +75,9 @@ bool contains(const fs::path& outer, const fs::path& inner) {
 } // namespace
 
 const std::vector<std::string>& pilot_output_names() {
-  static const std::vector<std::string> names = {"report.json", "report.md",
-                                                 "report.html", "repro",
-                                                 "release",     "keep-framework.md",
-                                                 "keep-framework.json"};
+  static const std::vector<std::string> names = {
+      "report.json", "report.md",         "report.html",        "repro",
+      "release",     "keep-framework.md", "keep-framework.json"};
   return names;
 }
 

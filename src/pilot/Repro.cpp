@@ -85,7 +85,8 @@ ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file)
     c.atol = j.at("tolerance").at("atol").get<double>();
     c.rtol = j.at("tolerance").at("rtol").get<double>();
     c.flop_budget = j.at("flop_budget").get<double>();
-    for (auto [name, v] : {std::pair{"tolerance.atol", c.atol}, std::pair{"tolerance.rtol", c.rtol}})
+    for (auto [name, v] :
+         {std::pair{"tolerance.atol", c.atol}, std::pair{"tolerance.rtol", c.rtol}})
       if (!std::isfinite(v) || v < 0)
         user_error() << file << ": case." << name << " " << v
                      << " is not a finite non-negative number; rerun the pilot that produced it";

@@ -391,8 +391,9 @@ private:
         YAML::Mark at;
         at.line = s->line - 1;
         at.column = s->column - 1;
-        r_.fail(at, std::string("shapes.") + (s->representative ? "representative" : "edge") +
-                        " in " + dtype_name(t) + ": " + what,
+        r_.fail(at,
+                std::string("shapes.") + (s->representative ? "representative" : "edge") + " in " +
+                    dtype_name(t) + ": " + what,
                 fix);
       }
   }

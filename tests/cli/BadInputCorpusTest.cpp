@@ -31,7 +31,7 @@ struct Case {
 struct Corpus {
   std::vector<Case> cases;
   std::map<std::string, std::string> files; // @file NAME = content
-  std::string base_spec;                   // @base lines, joined
+  std::string base_spec;                    // @base lines, joined
 };
 
 std::string unescape(const std::string& s) {
@@ -96,8 +96,8 @@ std::string edit_spec(const std::string& base, const std::string& edits) {
   size_t pos = 0;
   while (pos <= edits.size()) {
     size_t end = edits.find(" ;; ", pos);
-    std::string e = unescape(edits.substr(pos, end == std::string::npos ? std::string::npos
-                                                                          : end - pos));
+    std::string e =
+        unescape(edits.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
     pos = end == std::string::npos ? edits.size() + 1 : end + 4;
     if (e.empty()) continue;
     if (e[0] == '=') return e.substr(1);
@@ -171,10 +171,9 @@ TEST(BadInputCorpus, EveryCaseGetsItsExitStatusAndMessage) {
       CliResult r = run_cli(args, env);
       std::ostringstream why;
       if (r.rc != k.rc) why << "exit " << r.rc << ", expected " << k.rc << "; ";
-      if (r.out.find(k.expect) == std::string::npos)
-        why << "output lacks '" << k.expect << "'; ";
-      for (const char* raw : {"json.exception", "filesystem error", "bad_alloc",
-                              "terminate called", "Segmentation", "what():"})
+      if (r.out.find(k.expect) == std::string::npos) why << "output lacks '" << k.expect << "'; ";
+      for (const char* raw : {"json.exception", "filesystem error", "bad_alloc", "terminate called",
+                              "Segmentation", "what():"})
         if (r.out.find(raw) != std::string::npos) why << "raw exception text '" << raw << "'; ";
       if (!why.str().empty())
         failures[i] = "line " + std::to_string(k.line) + ": tilepilot " + k.args + "\n  " +

@@ -176,8 +176,8 @@ objective: {metric: weighted_latency, min_speedup: 1.1}
 memory_limit_mb: 512
 metrics: [correctness, warm, memory]
 fallback: required
-seed: )" + std::to_string(100 + i % 2) +
-         "\n" + extra;
+seed: )" +
+         std::to_string(100 + i % 2) + "\n" + extra;
 }
 
 TEST(PilotKill, CliKilledAtRandomPointsKeepsTheFolderConsistent) {

@@ -61,8 +61,7 @@ TEST(PilotReliability, ATooLargeShapeIsRefusedBeforeAnyStage) {
     run_pilot(parse_spec(spec, "big.yaml"), o);
     FAIL() << "a 2e9-row GEMM was not refused";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("of host memory, but this machine has"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("of host memory, but this machine has"), std::string::npos)
         << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(o.out_dir)); // nothing was written
@@ -105,7 +104,7 @@ TEST(PilotReliability, DefaultF32ToleranceGrowsWithTheReductionLength) {
     return ops::default_tolerance(g, g.parse({{"M", "16"}, {"N", "16"}, {"K", K}}, t));
   };
   auto base = g.tolerance(DType::f32);
-  EXPECT_EQ(tol("64", DType::f32), base);   // short reductions: the per-dtype default
+  EXPECT_EQ(tol("64", DType::f32), base); // short reductions: the per-dtype default
   EXPECT_EQ(tol("256", DType::f32), base);
   EXPECT_DOUBLE_EQ(tol("16384", DType::f32).first, base.first * 8); // sqrt(16384 / 256)
   EXPECT_DOUBLE_EQ(tol("16384", DType::f32).second, base.second * 8);

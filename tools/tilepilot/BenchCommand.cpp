@@ -16,9 +16,9 @@
 #include "Commands.h"
 #include "autotune/Policy.h"
 #include "ops/MemoryCheck.h"
-#include "pilot/ConfigCheck.h"
 #include "perf/SideBySide.h"
 #include "perf/SideBySideReport.h"
+#include "pilot/ConfigCheck.h"
 #include "runtime/Driver.h"
 #include "tilepilot/runtime.h"
 

@@ -1,8 +1,8 @@
 // `tilepilot check OP --shape k=v,... [--dtype] [--backend cpu|cuda] [--seed] [--config] [--json]`
 #include <iostream>
 
-#include "Commands.h"
 #include "CliSupport.h"
+#include "Commands.h"
 #include "ops/Check.h"
 #include "ops/MemoryCheck.h"
 #include "pilot/ConfigCheck.h"
@@ -49,16 +49,15 @@ void add_check_command(CLI::App& app, int* rc) {
         user_error() << "check: " << why;
       std::string no_gpu;
       auto dev = rt::device_info(rt::selected_device_ordinal(), &no_gpu);
-      ops::require_memory(op, p, "check",
-                          dev ? static_cast<double>(dev->total_memory_bytes) : 0.0);
+      ops::require_memory(op, p, "check", dev ? static_cast<double>(dev->total_memory_bytes) : 0.0);
     }
     ops::CheckResult r = run_check(op, p, o);
     if (a->json) {
       std::cout << ops::to_json(r).dump() << "\n";
     } else {
       std::cout << (r.passed ? "PASS " : "FAIL ") << r.op << " " << r.problem.shape_str() << " "
-                << dtype_name(p.dtype) << " backend=" << r.backend << " config="
-                << ops::config_str(r.config) << "\n  max_abs_err=" << r.max_abs_err
+                << dtype_name(p.dtype) << " backend=" << r.backend
+                << " config=" << ops::config_str(r.config) << "\n  max_abs_err=" << r.max_abs_err
                 << " rel_l2_err=" << r.rel_l2_err << " (atol=" << r.atol << ", rtol=" << r.rtol
                 << ") checked " << r.checked << " elements in " << r.blocks_run << "/"
                 << r.blocks_total << " blocks\n";

@@ -60,9 +60,9 @@ void add_model_command(CLI::App& app, int* rc) {
     // Given means used: --layers 0 is an error, never "the default".
     for (const char* flag : {"--layers", "--batch", "--seq"})
       if (cmd->count(flag)) {
-        int64_t v = std::string(flag) == "--layers" ? a->layers
-                    : std::string(flag) == "--batch"  ? a->batch
-                                                      : a->seq;
+        int64_t v = std::string(flag) == "--layers"  ? a->layers
+                    : std::string(flag) == "--batch" ? a->batch
+                                                     : a->seq;
         if (v < 1) user_error() << "model: " << flag << " " << v << " must be at least 1";
       }
     for (auto [flag, v] : {std::pair{"--atol", a->atol}, std::pair{"--rtol", a->rtol}})

@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
               << e.mark.line + 1 << "); check the YAML files the command reads\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << command() << ": internal error (a TilePilot bug, please report it): "
-              << e.what() << "\n";
+    std::cerr << command() << ": internal error (a TilePilot bug, please report it): " << e.what()
+              << "\n";
     return 3;
   } catch (...) {
     std::cerr << command() << ": internal error (a TilePilot bug, please report it): an "
