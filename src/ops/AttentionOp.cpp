@@ -380,6 +380,14 @@ double AttentionOp::flops(const Problem& p) const {
   return 4.0 * D * H * pairs;
 }
 
+std::string AttentionOp::unsupported_on(const Problem& p, const std::string& arch) const {
+  int64_t D = p.at("D");
+  if (arch == "cpu" || D == 64 || D == 128 || D == 256) return "";
+  return "attention: D=" + std::to_string(D) + " has no " + arch +
+         " kernel (the GPU kernels take D=64, 128 or 256; other multiples of 16 run only on " +
+         "the CPU interpreter); use D=64, 128 or 256, or --backend cpu";
+}
+
 double AttentionOp::min_bytes(const Problem& p) const {
   double B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
   double Skv = p.at("Skv"), Hkv = p.at("Hkv");

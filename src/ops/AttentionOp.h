@@ -41,6 +41,8 @@ public:
                                  const std::array<int64_t, 3>& block) const override;
   std::array<int64_t, 3> grid(const Problem& p, const Config& c) const override;
   double flops(const Problem& p) const override;
+  int64_t reduction_length(const Problem& p) const override { return p.at("D"); }
+  std::string unsupported_on(const Problem& p, const std::string& arch) const override;
   double min_bytes(const Problem& p) const override;
 
   static AttentionVariant variant(const Problem& p);

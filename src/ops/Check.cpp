@@ -1,6 +1,7 @@
 // The correctness check.
 #include "ops/Check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/cpu/Interpreter.h"
+#include "ops/MemoryCheck.h"
 
 namespace tp::ops {
 
@@ -17,38 +19,54 @@ std::vector<std::array<int64_t, 3>> choose_blocks(const std::array<int64_t, 3>& 
                                                   double budget, uint64_t seed) {
   int64_t total = g[0] * g[1] * g[2];
   double per_block = flops / static_cast<double>(total);
-  int64_t want = budget >= flops ? total : std::max<int64_t>(2, static_cast<int64_t>(budget / per_block));
+  int64_t want =
+      budget >= flops ? total : std::max<int64_t>(2, static_cast<int64_t>(budget / per_block));
   std::vector<std::array<int64_t, 3>> out;
   auto at = [&](int64_t i) {
     return std::array<int64_t, 3>{i % g[0], (i / g[0]) % g[1], i / (g[0] * g[1])};
   };
   if (want >= total) {
-    for (int64_t i = 0; i < total; ++i) out.push_back(at(i));
+    for (int64_t i = 0; i < total; ++i)
+      out.push_back(at(i));
     return out;
   }
   // Always the first and the last block (the ragged edges), then a seeded random sample.
   std::set<int64_t> pick = {0, total - 1};
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   std::uniform_int_distribution<int64_t> d(0, total - 1);
-  while (static_cast<int64_t>(pick.size()) < want) pick.insert(d(rng));
-  for (int64_t i : pick) out.push_back(at(i));
+  while (static_cast<int64_t>(pick.size()) < want)
+    pick.insert(d(rng));
+  for (int64_t i : pick)
+    out.push_back(at(i));
   return out;
 }
 
 std::string index_str(const std::vector<int64_t>& idx) {
   std::string s = "[";
-  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  for (size_t i = 0; i < idx.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(idx[i]);
   return s + "]";
 }
 
 } // namespace
+
+std::pair<double, double> default_tolerance(const Operator& op, const Problem& p) {
+  auto [atol, rtol] = op.tolerance(p.dtype);
+  if (p.dtype == DType::f32) {
+    double scale = std::sqrt(std::max(1.0, static_cast<double>(op.reduction_length(p)) / 256.0));
+    atol *= scale;
+    rtol *= scale;
+  }
+  return {atol, rtol};
+}
 
 CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o) {
   return check_with(op, p, o,
                     [](const Kernel& k, std::vector<HostTensor>& args,
                        const std::vector<std::array<int64_t, 3>>& blocks) {
                       std::vector<HostTensor*> ptrs;
-                      for (auto& a : args) ptrs.push_back(&a);
+                      for (auto& a : args)
+                        ptrs.push_back(&a);
                       cpu::InterpretOptions io;
                       io.blocks = blocks;
                       cpu::interpret(k, ptrs, io);
@@ -64,10 +82,12 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   r.backend = o.backend;
   r.seed = o.seed;
   r.config = o.config.empty() ? op.default_config(p, o.arch) : o.config;
-  auto [atol, rtol] = op.tolerance(p.dtype);
+  auto [atol, rtol] = default_tolerance(op, p);
   r.atol = o.atol >= 0 ? o.atol : atol;
   r.rtol = o.rtol >= 0 ? o.rtol : rtol;
 
+  // Before anything is allocated: a problem too large for this host is bad input.
+  require_memory(op, p, "check");
   Kernel k = op.build(p, r.config);
   std::vector<HostTensor> args = op.make_args(p, o.seed);
   std::array<int64_t, 3> g = op.grid(p, r.config);
@@ -129,7 +149,9 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
       const HostTensor& out = args[t];
       for (int64_t i = 0; i < out.numel(); ++i)
         if (std::isnan(out.get(i))) {
-          if (r.bad == 0) r.first_bad = "output " + std::to_string(t) + " flat index " + std::to_string(i) + " is NaN (unwritten or computed NaN)";
+          if (r.bad == 0)
+            r.first_bad = "output " + std::to_string(t) + " flat index " + std::to_string(i) +
+                          " is NaN (unwritten or computed NaN)";
           ++r.bad;
           ++r.nonfinite;
         }

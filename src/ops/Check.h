@@ -14,9 +14,9 @@ struct CheckOptions {
   std::string backend = "cpu"; // cpu | cuda
   std::string arch = "cpu";    // picks the default config
   uint64_t seed = 0;
-  Config config;               // empty: the operator's default for arch
-  double atol = -1, rtol = -1; // negative: the operator's default for the dtype
-  double flop_budget = 3e8;    // interpreter: sample blocks beyond this much work
+  Config config;                 // empty: the operator's default for arch
+  double atol = -1, rtol = -1;   // negative: the operator's default for the dtype
+  double flop_budget = 3e8;      // interpreter: sample blocks beyond this much work
   double reference_budget = 3e9; // GPU backends: fp64 reference flops on the CPU
 };
 
@@ -37,6 +37,12 @@ struct CheckResult {
 /// Runs a kernel's blocks: the CPU interpreter by default, a GPU launcher when registered.
 using BlockRunner = std::function<void(const Kernel&, std::vector<HostTensor>&,
                                        const std::vector<std::array<int64_t, 3>>& blocks)>;
+
+/// The operator's default tolerance for p's dtype. For f32 it grows with the reduction length
+/// n as sqrt(n / 256) (n <= 256: unchanged): the rounding error of an f32 sum of n terms grows
+/// like sqrt(n), so a fixed bound fails correct long-K kernels. bf16 and f16 are bounded by
+/// the output's rounding, which their defaults already allow for.
+std::pair<double, double> default_tolerance(const Operator& op, const Problem& p);
 
 CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o);
 /// Same, with a caller-supplied runner (the CUDA backend runs the whole grid).

@@ -27,6 +27,7 @@ public:
                                  const std::array<int64_t, 3>& block) const override;
   std::array<int64_t, 3> grid(const Problem& p, const Config& c) const override;
   double flops(const Problem& p) const override;
+  int64_t reduction_length(const Problem& p) const override { return p.at("K"); }
   double min_bytes(const Problem& p) const override;
 };
 

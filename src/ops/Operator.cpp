@@ -62,9 +62,17 @@ std::map<std::string, std::string> parse_kv(const std::string& text, const char*
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-      user_error() << "malformed " << what << " '" << text << "': '" << item
-                   << "' is not key=value; write e.g. M=128,N=256,K=64";
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      // The example fits the flag: shape keys only for --shape.
+      std::string w = what, example = w == "--shape"    ? "M=128,N=256,K=64"
+                                      : w == "--config" ? "bm=128,bn=128,stages=3"
+                                      : w == "--space"  ? "bm=64|128,stages=3|4"
+                                      : w == "--set"    ? "layers=2,hidden=2048"
+                                                        : "key=value,key=value";
+      user_error() << "malformed " << what << " '" << text << "': '" << item << "' is not key=value"
+                   << (eq + 1 == item.size() ? " (the value is missing)" : "") << "; write e.g. "
+                   << w << " " << example;
+    }
     std::string k = item.substr(0, eq), v = item.substr(eq + 1);
     if (out.count(k)) user_error() << "malformed " << what << ": key '" << k << "' given twice";
     out[k] = v;

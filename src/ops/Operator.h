@@ -56,8 +56,16 @@ public:
   virtual double flops(const Problem& p) const = 0;
   /// Bytes the operator must move at least (inputs read once, outputs written once).
   virtual double min_bytes(const Problem& p) const = 0;
-  /// Default tolerance for dtype (atol, rtol).
+  /// Default tolerance for dtype (atol, rtol), before scaling by the reduction length.
   virtual std::pair<double, double> tolerance(DType t) const;
+  /// Terms summed into one output element (GEMM: K; attention: D), which the default f32
+  /// tolerance scales with (see default_tolerance in Check.h).
+  virtual int64_t reduction_length(const Problem&) const { return 1; }
+  /// Why `p` has no kernel for GPU arch `arch` although the interpreter runs it ("" when it
+  /// has one): checked before anything is compiled.
+  virtual std::string unsupported_on(const Problem&, const std::string& /*arch*/) const {
+    return "";
+  }
 };
 
 const Operator& find_operator(const std::string& name);

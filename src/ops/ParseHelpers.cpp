@@ -9,6 +9,9 @@
 namespace tp::ops {
 
 namespace {
+
+constexpr int64_t kMaxDim = 2147483647; // 2^31 - 1
+
 bool to_int(const std::string& v, int64_t* out) {
   try {
     size_t pos = 0;
@@ -20,6 +23,13 @@ bool to_int(const std::string& v, int64_t* out) {
     return false;
   }
 }
+/// Kernels index each dimension with 32-bit integers.
+void check_representable(const std::string& op, const std::string& key, int64_t v) {
+  if (v > kMaxDim)
+    user_error() << op << ": " << key << "=" << v << " is larger than " << kMaxDim
+                 << ", the largest size a kernel indexes (32-bit); use a smaller " << key;
+}
+
 } // namespace
 
 int64_t require_positive(const std::map<std::string, std::string>& kv, const std::string& key,
@@ -31,6 +41,7 @@ int64_t require_positive(const std::map<std::string, std::string>& kv, const std
   if (!to_int(it->second, &v) || v <= 0)
     user_error() << op << ": " << key << "=" << it->second
                  << " is not a positive integer; write e.g. --shape " << example;
+  check_representable(op, key, v);
   return v;
 }
 
@@ -42,6 +53,7 @@ int64_t optional_int(const std::map<std::string, std::string>& kv, const std::st
   if (!to_int(it->second, &v) || v < 0 || (v == 0 && !allow_zero))
     user_error() << op << ": " << key << "=" << it->second << " is not a "
                  << (allow_zero ? "non-negative" : "positive") << " integer";
+  check_representable(op, key, v);
   return v;
 }
 
@@ -50,7 +62,8 @@ void reject_unknown(const std::map<std::string, std::string>& kv,
   for (const auto& [k, v] : kv)
     if (std::find(known.begin(), known.end(), k) == known.end()) {
       std::string list;
-      for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
+      for (const auto& s : known)
+        list += (list.empty() ? "" : ", ") + s;
       user_error() << op << ": unknown shape key '" << k << "'; known keys: " << list;
     }
 }

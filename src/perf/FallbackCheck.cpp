@@ -106,7 +106,7 @@ void compare_sampled_rows(const ops::Operator& op, const ops::Problem& p,
 FallbackCheck check_fallback(const ops::Operator& op, const ops::Problem& p, uint64_t seed,
                              bool allow_vendor) {
   FallbackCheck r;
-  std::tie(r.atol, r.rtol) = op.tolerance(p.dtype);
+  std::tie(r.atol, r.rtol) = ops::default_tolerance(op, p);
   std::vector<HostTensor> host = op.make_args(p, seed);
   ops::DeviceArgs dev = ops::DeviceArgs::upload(host);
   std::unique_ptr<VendorReference> ref = make_reference(p, allow_vendor);

@@ -48,6 +48,8 @@ std::string stage_decision(PilotRun& r) {
                    " cases; the cheapest, " + c.value("shrunk_case", "") + ", shrinks to " +
                    c["repro"]["failure"].value("shape", "") +
                    " (reproducer: " + c["repro"].value("dir", "") + ")");
+    } else if (corr->failed() && corr->data.value("stage_error", false)) {
+      missing.push_back("correctness could not run: " + corr->data.value("error", std::string()));
     } else if (corr->failed()) {
       no.push_back("correctness failed: " + corr->data.value("error", std::string("(no detail)")));
     } else if (corr->passed()) {
@@ -61,7 +63,9 @@ std::string stage_decision(PilotRun& r) {
     if (r.spec.fallback == "required") needed.push_back("fallback");
     for (const auto& name : needed) {
       const StageRecord* s = r.stage(name);
-      if (s->failed())
+      if (s->failed() && s->data.value("stage_error", false))
+        missing.push_back(name + " could not run" + failure_detail(*s));
+      else if (s->failed())
         no.push_back(name + " failed" + failure_detail(*s));
       else if (!s->passed())
         missing.push_back(name + ": " + s->status);

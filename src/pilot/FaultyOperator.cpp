@@ -71,6 +71,12 @@ public:
   double flops(const ops::Problem& p) const override { return base_.flops(p); }
   double min_bytes(const ops::Problem& p) const override { return base_.min_bytes(p); }
   std::pair<double, double> tolerance(DType t) const override { return base_.tolerance(t); }
+  std::string unsupported_on(const ops::Problem& p, const std::string& arch) const override {
+    return base_.unsupported_on(p, arch);
+  }
+  int64_t reduction_length(const ops::Problem& p) const override {
+    return base_.reduction_length(p);
+  }
 
 private:
   const ops::Operator& base_;

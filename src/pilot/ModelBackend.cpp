@@ -81,6 +81,16 @@ model_pins(const std::vector<std::pair<std::string, ops::Problem>>& model_proble
   return out;
 }
 
+void validate_model_spec(const ModelSpec& spec) {
+  if (spec.path != "llama-prefill")
+    user_error() << "model path '" << spec.path
+                 << "' is unknown; this build has llama-prefill (models/llama)";
+  std::map<std::string, std::string> kv = spec.config;
+  take_int(kv, "runs", 10);
+  take_int(kv, "warmup", 2);
+  models::parse_llama_config(kv, models::LlamaConfig{});
+}
+
 void add_model_hook(Backends& b) {
   b.model_run = [](const ModelSpec& spec, const ops::Operator& op,
                    const std::vector<std::pair<ops::Problem, ops::Config>>& configs) {

@@ -10,6 +10,11 @@ namespace tp::pilot {
 /// two runs' logits disagree.
 void add_model_hook(Backends& b);
 
+/// User error when the model section cannot run anywhere: an unknown path, or a setting that
+/// the model rejects (layers: -1, an unknown key, ...). The spec parser calls it, so a bad
+/// model section is an error before any stage runs, with or without a GPU.
+void validate_model_spec(const ModelSpec& spec);
+
 /// The config each model problem of the piloted operator runs with: the pilot's config for the
 /// same problem when the model's shape was piloted, else the config of the nearest piloted
 /// problem with the same dtype and options (closest sizes, on a log scale). `*notes` lists the

@@ -3,11 +3,14 @@
 #include "pilot/Pilot.h"
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 
+#include "ops/MemoryCheck.h"
 #include "pilot/FaultyOperator.h"
 #include "pilot/Files.h"
+#include "pilot/OutputDir.h"
 #include "pilot/PilotRun.h"
 #include "pilot/Report.h"
 #include "runtime/BuildInfo.h"
@@ -97,6 +100,13 @@ void PilotRun::run_stage(const std::string& name,
     rec.status = body(rec.data);
   } catch (const StageSkipped& e) {
     rec.status = std::string("not run: ") + e.what();
+  } catch (const std::bad_alloc&) {
+    // The machine, not the kernel: recorded as a stage error, which the decision never reads
+    // as a measured "no".
+    rec.status = "failed";
+    rec.data["error"] = "out of host memory (a stage error, not a kernel failure); run the "
+                        "pilot on a machine with more memory or use smaller shapes";
+    rec.data["stage_error"] = true;
   } catch (const std::exception& e) {
     rec.status = "failed";
     rec.data["error"] = e.what();
@@ -159,32 +169,47 @@ void stage_environment(PilotRun& r) {
 }
 
 PilotResult run_pilot(const PilotSpec& spec, const PilotOptions& o) {
-  fs::create_directories(o.out_dir);
-  // Outputs of an earlier run in the same folder would contradict this one.
-  for (const char* stale : {"repro", "release", "keep-framework.md", "keep-framework.json"})
-    fs::remove_all(fs::path(o.out_dir) / stale);
-  PilotRun r(spec, o);
-  stage_environment(r);
-  stage_correctness(r);
-  stage_compile(r);
-  stage_warm(r);
-  stage_memory(r);
-  stage_model(r);
-  stage_autotune(r);
-  stage_fallback(r);
-  std::string decision = stage_decision(r);
-  stage_release(r, decision);
+  // Inputs are checked before any stage runs or any file is touched.
+  if (!(o.cpu_flop_budget > 0) || !std::isfinite(o.cpu_flop_budget))
+    user_error() << "--flop-budget must be a positive finite number; the default is 3e8";
+  if (o.shrink_attempts < 0) user_error() << "--shrink-attempts must not be negative";
+  const ops::Operator& base = ops::find_operator(spec.op);
+  for (const auto* list : {&spec.representative, &spec.edge})
+    for (const ShapeEntry& e : *list)
+      for (DType t : spec.dtypes)
+        ops::require_memory(base, e.problem(spec.op, t),
+                            spec.file + ":" + std::to_string(e.line) + ": pilot");
+  OutputDir out = prepare_output_dir(o.out_dir, o.force);
+  try {
+    PilotRun r(spec, o);
+    r.write_dir = out.staging_dir;
+    r.final_dir = o.out_dir;
+    stage_environment(r);
+    stage_correctness(r);
+    stage_compile(r);
+    stage_warm(r);
+    stage_memory(r);
+    stage_model(r);
+    stage_autotune(r);
+    stage_fallback(r);
+    std::string decision = stage_decision(r);
+    stage_release(r, decision);
 
-  PilotResult res;
-  res.decision = decision;
-  res.report = build_report(r, decision);
-  write_text(o.out_dir + "/report.json", res.report.dump(2) + "\n");
-  write_text(o.out_dir + "/report.md", report_markdown(res.report));
-  write_text(o.out_dir + "/report.html", report_html(res.report));
-  for (const auto& s : r.stages)
-    if (s.failed()) res.exit_code = 1;
-  res.stages = std::move(r.stages);
-  return res;
+    PilotResult res;
+    res.decision = decision;
+    res.report = build_report(r, decision);
+    write_text(r.write_dir + "/report.json", res.report.dump(2) + "\n");
+    write_text(r.write_dir + "/report.md", report_markdown(res.report));
+    write_text(r.write_dir + "/report.html", report_html(res.report));
+    commit_output_dir(out);
+    for (const auto& s : r.stages)
+      if (s.failed()) res.exit_code = 1;
+    res.stages = std::move(r.stages);
+    return res;
+  } catch (...) {
+    abandon_output_dir(out);
+    throw;
+  }
 }
 
 std::string default_out_dir(const std::string& spec_file) {

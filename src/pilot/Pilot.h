@@ -28,7 +28,10 @@ struct StageRecord {
 enum class ProgressMode { automatic, on, off }; // automatic: on when stderr is a terminal
 
 struct PilotOptions {
-  std::string out_dir; // created if missing
+  std::string out_dir; // created if missing; replaced atomically when the run finishes
+  /// Replace out_dir even when it holds folders or special files that are not a pilot's output
+  /// (else user error; the user's regular files there are always kept).
+  bool force = false;
   Backends backends = default_backends();
   double cpu_flop_budget = 3e8;            // interpreter work per case before blocks are sampled
   int shrink_attempts = 40;                // checks the shrinker may run on a failure
@@ -50,7 +53,8 @@ struct PilotResult {
   const StageRecord* stage(const std::string& name) const;
 };
 
-/// Runs the pilot and writes its files into o.out_dir.
+/// Runs the pilot and writes its files into o.out_dir: into a staging sibling first, swapped in
+/// atomically at the end (OutputDir.h), so an earlier result survives a run killed mid-way.
 PilotResult run_pilot(const PilotSpec& spec, const PilotOptions& o);
 
 /// Default output folder for a spec file: "pilot-out/<spec file stem>".

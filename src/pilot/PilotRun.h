@@ -29,6 +29,9 @@ struct PilotRun {
   std::shared_ptr<const ops::Operator> op; // with the spec's test-only fault, if any
   std::vector<Case> cases;
   Progress progress;
+  // Files go to write_dir (the staging folder); reports and commands name final_dir, where
+  // they are once the run finishes.
+  std::string write_dir, final_dir;
 
   // Device probe.
   std::optional<rt::DeviceInfo> device;

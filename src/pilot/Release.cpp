@@ -37,7 +37,7 @@ std::optional<CompileOnlyResult> kernel_bytes(PilotRun& r, const std::string& ha
 }
 
 void write_release(PilotRun& r, nlohmann::json& d) {
-  std::string dir = r.opt.out_dir + "/release";
+  std::string dir = r.write_dir + "/release";
   std::map<std::string, std::string> files; // relative path -> bytes
   nlohmann::json pinned = {{"entries", nlohmann::json::array()}};
   nlohmann::json cases = nlohmann::json::array();
@@ -112,9 +112,10 @@ void write_release(PilotRun& r, nlohmann::json& d) {
     write_text(dir + "/" + path, bytes);
     manifest["files"][path] = {{"xxh64", xxh64_hex(bytes)}, {"bytes", bytes.size()}};
   }
+  manifest["files_xxh64"] = file_list_hash(manifest["files"]);
   write_text(dir + "/manifest.json", manifest.dump(2) + "\n");
   d["kind"] = "release";
-  d["dir"] = dir;
+  d["dir"] = r.final_dir + "/release";
   d["pinned"] = pinned["entries"].size();
   if (!not_produced.empty()) d["kernel_bytes_not_produced"] = not_produced;
 }
@@ -149,8 +150,8 @@ void write_keep_framework(PilotRun& r, nlohmann::json& d) {
     md << "\nThe smallest failing case is kept in `" << corr["repro"]["dir"].get<std::string>()
        << "`; replay it with `" << corr["repro"]["command"].get<std::string>() << "`.\n";
   md << "\nAll numbers: `keep-framework.json` and `report.md` beside this file.\n";
-  write_text(r.opt.out_dir + "/keep-framework.json", j.dump(2) + "\n");
-  write_text(r.opt.out_dir + "/keep-framework.md", md.str());
+  write_text(r.write_dir + "/keep-framework.json", j.dump(2) + "\n");
+  write_text(r.write_dir + "/keep-framework.md", md.str());
   d["kind"] = "keep-framework";
   d["files"] = {"keep-framework.md", "keep-framework.json"};
 }

@@ -1,9 +1,19 @@
 // Reading release folders back, and the problem JSON shared by releases and reproducers.
 #include "pilot/ReleaseManifest.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "pilot/Files.h"
 
 namespace tp::pilot {
+
+std::string file_list_hash(const nlohmann::json& files) {
+  std::string list;
+  for (const auto& [path, info] : files.items()) // nlohmann orders object keys
+    list += path + "\n" + info.value("xxh64", "") + "\n";
+  return xxh64_hex(list);
+}
 
 namespace {
 
@@ -11,10 +21,69 @@ nlohmann::json read_json(const std::string& path) {
   try {
     return nlohmann::json::parse(read_text(path));
   } catch (const nlohmann::json::exception& e) {
-    user_error() << path << " is not valid JSON (" << e.what()
+    user_error() << path << " is not valid JSON (" << plain_error_text(e)
                  << "); rerun the pilot to write the release again";
     throw;
   }
+}
+
+[[noreturn]] void invalid(const std::string& dir, const std::string& why) {
+  user_error() << dir << ": invalid release: " << why
+               << "; rerun the pilot instead of editing a release";
+  std::abort();
+}
+
+/// Every regular file under `dir` but manifest.json, relative, sorted. Special files (FIFOs,
+/// devices, sockets) and symbolic links are refused from their status, never opened.
+std::vector<std::string> release_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  if (ec) invalid(dir, "cannot list the folder (" + ec.message() + ")");
+  for (; it != end; it.increment(ec)) {
+    if (ec) invalid(dir, "cannot list the folder (" + ec.message() + ")");
+    fs::file_status st = it->symlink_status(ec);
+    std::string rel = fs::relative(it->path(), dir, ec).generic_string();
+    if (fs::is_directory(st)) continue;
+    if (fs::is_symlink(st)) invalid(dir, rel + " is a symbolic link; a release holds files only");
+    if (!fs::is_regular_file(st))
+      invalid(dir, rel + " is not a regular file (a FIFO, socket or device)");
+    if (rel != "manifest.json") out.push_back(rel);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The manifest lists exactly the folder's files (an unlisted file, such as an edited copy of
+/// the test matrix, invalidates the release as much as a changed one), the files a release
+/// needs are among them, each hash matches, and so does the hash of the list itself.
+void verify_files(const std::string& dir, const nlohmann::json& manifest) {
+  if (!manifest.contains("files") || !manifest["files"].is_object())
+    invalid(dir, "manifest.json has no \"files\" object");
+  const nlohmann::json& listed = manifest["files"];
+  std::vector<std::string> present = release_files(dir);
+  for (const auto& f : present)
+    if (!listed.contains(f)) invalid(dir, f + " is not listed in manifest.json");
+  for (const char* need : {"pinned.json", "test_matrix.json", "fallback.json"})
+    if (!listed.contains(need)) invalid(dir, std::string("manifest.json does not list ") + need);
+  for (const auto& [path, info] : listed.items()) {
+    if (path.empty() || path[0] == '/' || path.find("..") != std::string::npos)
+      invalid(dir, "manifest.json lists '" + path + "', which is outside the release folder");
+    if (!std::binary_search(present.begin(), present.end(), path))
+      invalid(dir, path + " is listed in manifest.json but missing");
+    if (!info.is_object() || !info.contains("xxh64") || !info["xxh64"].is_string())
+      invalid(dir, "manifest.json has no xxh64 for " + path);
+    std::string want = info["xxh64"].get<std::string>();
+    std::string got = xxh64_hex(read_text(dir + "/" + path));
+    if (got != want)
+      user_error() << dir << "/" << path << ": content hash " << got << " does not match the "
+                   << "manifest's " << want << "; the release was modified after the pilot "
+                   << "wrote it - rerun the pilot instead of editing a release";
+  }
+  if (manifest.contains("files_xxh64") &&
+      manifest["files_xxh64"] != file_list_hash(manifest["files"]))
+    invalid(dir, "the hash of manifest.json's file list does not match its files_xxh64");
 }
 
 bool same_problem(const ops::Problem& a, const ops::Problem& b) {
@@ -41,7 +110,7 @@ ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where
       kv[k] = v.get<std::string>();
     return op.parse(kv, *dt);
   } catch (const nlohmann::json::exception& e) {
-    user_error() << where << ": malformed problem (" << e.what()
+    user_error() << where << ": malformed problem (" << plain_error_text(e)
                  << "); a problem is {op, dtype, shape: {key: int}, options: {key: str}}";
     throw;
   }
@@ -78,14 +147,7 @@ Release load_release(const std::string& dir) {
   if (r.manifest.value("format", "") != kReleaseFormat)
     user_error() << dir << "/manifest.json: format is not " << kReleaseFormat
                  << "; pass a release/ folder written by `tilepilot pilot`";
-  for (const auto& [path, info] : r.manifest.at("files").items()) {
-    std::string want = info.at("xxh64").get<std::string>();
-    std::string got = xxh64_hex(read_text(dir + "/" + path));
-    if (got != want)
-      user_error() << dir << "/" << path << ": content hash " << got << " does not match the "
-                   << "manifest's " << want << "; the release was modified after the pilot "
-                   << "wrote it - rerun the pilot instead of editing a release";
-  }
+  verify_files(dir, r.manifest);
   r.op = r.manifest.at("operator").get<std::string>();
   r.device = r.manifest.at("device").get<std::string>();
   try {
@@ -112,7 +174,7 @@ Release load_release(const std::string& dir) {
     r.fallback = fb.at("operator").get<std::string>();
     r.fallback_reasons = fb.at("reasons").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
-    user_error() << dir << ": malformed release (" << e.what()
+    user_error() << dir << ": malformed release (" << plain_error_text(e)
                  << "); rerun the pilot to write it again";
   }
   return r;

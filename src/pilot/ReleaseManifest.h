@@ -17,6 +17,9 @@ namespace tp::pilot {
 inline constexpr const char* kReleaseFormat = "tilepilot-release/1";
 
 nlohmann::json problem_to_json(const ops::Problem& p);
+/// XXH64 of a manifest's "files" object as "path\nhash\n" lines in path order: the manifest's
+/// files_xxh64, so that removing a line from the list is detected too.
+std::string file_list_hash(const nlohmann::json& files);
 /// User error naming `where` when the JSON is not a valid problem.
 ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where);
 
@@ -47,8 +50,10 @@ struct Release {
                           std::string* why_not) const;
 };
 
-/// Reads a release folder and checks every file against the manifest's hash. User error (naming
-/// the file) when something is missing, malformed or modified.
+/// Reads a release folder and checks it against its manifest: the manifest lists exactly the
+/// folder's regular files (an unlisted, missing or changed file, a changed file list, a FIFO,
+/// device or symbolic link makes the release invalid; special files are never opened). User
+/// error naming the file and the reason otherwise.
 Release load_release(const std::string& dir);
 
 } // namespace tp::pilot

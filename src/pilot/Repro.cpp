@@ -1,6 +1,7 @@
 // Reproducer folders: writing one from a failing case, and replaying it.
 #include "pilot/Repro.h"
 
+#include <cmath>
 #include <filesystem>
 #include <ostream>
 #include <sstream>
@@ -20,12 +21,13 @@ std::string describe(const nlohmann::json& r) {
   std::ostringstream os;
   os << (r.value("passed", false) ? "PASS" : "FAIL") << " " << r.value("op", "") << " "
      << r.value("shape", "") << " " << r.value("dtype", "") << " backend=" << r.value("backend", "")
-     << " config=" << r.value("config", "") << " seed=" << r.value("seed", 0)
+     << " config=" << r.value("config", "") << " seed=" << r.value("seed", uint64_t{0})
      << "\n  max_abs_err=" << r.value("max_abs_err", 0.0)
      << " rel_l2_err=" << r.value("rel_l2_err", 0.0) << " (atol=" << r.value("atol", 0.0)
-     << ", rtol=" << r.value("rtol", 0.0) << "), " << r.value("bad_elements", 0) << " of "
-     << r.value("checked_elements", 0) << " checked elements bad, " << r.value("blocks_checked", 0)
-     << "/" << r.value("blocks_total", 0) << " blocks run";
+     << ", rtol=" << r.value("rtol", 0.0) << "), " << r.value("bad_elements", int64_t{0}) << " of "
+     << r.value("checked_elements", int64_t{0}) << " checked elements bad, "
+     << r.value("blocks_checked", int64_t{0}) << "/" << r.value("blocks_total", int64_t{0})
+     << " blocks run";
   if (r.contains("first_bad")) os << "\n  first mismatch: " << r["first_bad"].get<std::string>();
   return os.str();
 }
@@ -73,25 +75,38 @@ ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file)
     ReproCase c;
     c.problem = problem_from_json(j.at("problem"), file);
     c.config = j.at("config").get<ops::Config>();
+    // Seeds are unsigned: a negative or fractional one would silently replay another input.
+    if (!j.at("seed").is_number_unsigned())
+      user_error() << file << ": case.seed " << j.at("seed").dump()
+                   << " is not a non-negative integer; rerun the pilot that produced it";
     c.seed = j.at("seed").get<uint64_t>();
     c.backend = j.at("backend").get<std::string>();
     c.arch = j.at("arch").get<std::string>();
     c.atol = j.at("tolerance").at("atol").get<double>();
     c.rtol = j.at("tolerance").at("rtol").get<double>();
     c.flop_budget = j.at("flop_budget").get<double>();
+    for (auto [name, v] :
+         {std::pair{"tolerance.atol", c.atol}, std::pair{"tolerance.rtol", c.rtol}})
+      if (!std::isfinite(v) || v < 0)
+        user_error() << file << ": case." << name << " " << v
+                     << " is not a finite non-negative number; rerun the pilot that produced it";
+    if (!std::isfinite(c.flop_budget) || c.flop_budget <= 0)
+      user_error() << file << ": case.flop_budget " << c.flop_budget
+                   << " is not a positive number; rerun the pilot that produced it";
     c.fault = j.value("inject_fault", "");
     return c;
   } catch (const nlohmann::json::exception& e) {
-    user_error() << file << ": malformed reproducer (" << e.what()
+    user_error() << file << ": malformed reproducer (" << plain_error_text(e)
                  << "); rewrite it by rerunning the pilot that produced it";
     throw;
   }
 }
 
 void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckResult& failing,
-                 const Backends& b, const nlohmann::json& shrink, const std::string& exe) {
+                 const Backends& b, const nlohmann::json& shrink, const std::string& exe,
+                 const std::string& final_dir) {
   std::filesystem::create_directories(dir);
-  std::string cmd = exe + " repro " + dir;
+  std::string cmd = exe + " repro " + (final_dir.empty() ? dir : final_dir);
   nlohmann::json j;
   j["format"] = kFormat;
   j["case"] = to_json(c);
@@ -135,12 +150,16 @@ int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
   try {
     j = nlohmann::json::parse(read_text(file));
   } catch (const nlohmann::json::exception& e) {
-    user_error() << file << " is not valid JSON (" << e.what()
+    user_error() << file << " is not valid JSON (" << plain_error_text(e)
                  << "); rerun the pilot to write the reproducer again";
   }
-  if (j.value("format", "") != kFormat)
+  if (!j.is_object() || j.value("format", "") != kFormat)
     user_error() << file << ": not a reproducer (format is not " << kFormat
                  << "); pass the repro/ folder that a pilot wrote";
+  for (const char* key : {"case", "failure"})
+    if (!j.contains(key) || !j[key].is_object())
+      user_error() << file << ": the reproducer has no \"" << key
+                   << "\" object; rerun the pilot to write the reproducer again";
   ReproCase c = repro_case_from_json(j.at("case"), file);
   if (!backend.empty()) c.backend = backend;
   if (!c.fault.empty())

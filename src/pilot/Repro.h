@@ -34,9 +34,11 @@ nlohmann::json to_json(const ReproCase& c);
 ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file);
 
 /// Writes the reproducer folder `dir` for a failing case. `shrink` records how the case was
-/// reduced; `exe` is the tilepilot command written into command.txt.
+/// reduced; `exe` is the tilepilot command written into command.txt, which names `final_dir`
+/// (where the folder will be; default `dir`).
 void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckResult& failing,
-                 const Backends& b, const nlohmann::json& shrink, const std::string& exe);
+                 const Backends& b, const nlohmann::json& shrink, const std::string& exe,
+                 const std::string& final_dir = "");
 
 /// Replays `dir`: prints the result next to the recorded one. Returns 1 when the case still
 /// fails, 0 when it now passes. `backend` overrides the recorded backend when not empty.

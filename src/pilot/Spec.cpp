@@ -9,6 +9,9 @@
 #include <set>
 #include <sstream>
 
+#include "pilot/ConfigCheck.h"
+#include "pilot/Files.h"
+#include "pilot/ModelBackend.h"
 #include "pilot/SpecReader.h"
 
 namespace tp::pilot {
@@ -64,6 +67,7 @@ public:
     parse_scalars();
     parse_metrics();
     parse_config();
+    validate_configs();
     return s_;
   }
 
@@ -93,6 +97,9 @@ private:
     if (!std::regex_match(s_.device, std::regex("sm_[0-9]{2,3}a?")))
       r_.fail(n, "device '" + s_.device + "' is not a GPU architecture",
               "write the NVRTC target, e.g. device: sm_90a for H100/H200");
+    if (!arch_problem(s_.device).empty())
+      r_.fail(n, "device '" + s_.device + "' is not supported by this build",
+              "use sm_90a (H100/H200) or sm_80 (A100)");
   }
 
   void parse_shapes() {
@@ -180,6 +187,10 @@ private:
     double sum = 0;
     for (const auto& s : s_.representative)
       sum += s.weight;
+    if (!std::isfinite(sum))
+      r_.fail(unweighted_.empty() ? root_["shapes"] : unweighted_.front(),
+              "the representative weights sum to infinity",
+              "weights are relative shares; write them on a smaller scale, e.g. 0.25 each");
     if (std::fabs(sum - 1.0) > 1e-6) {
       std::ostringstream os;
       os << "representative weights sum to " << sum << ", not 1: normalized";
@@ -256,6 +267,10 @@ private:
       if (*out < 0)
         r_.fail(v, std::string("tolerance.") + key + " is negative",
                 "tolerances are bounds on |out - ref|; use e.g. 2e-2 for bf16");
+      if (*out >= 1)
+        s_.warnings.push_back(std::string("tolerance.") + key + " " + v.Scalar() +
+                              " is so loose that the correctness check can hardly fail; " +
+                              "use e.g. 2e-2 for bf16");
     }
 
     YAML::Node obj = need("objective", "objective: {metric: weighted_latency, min_speedup: 1.1}");
@@ -305,6 +320,12 @@ private:
           s_.model.config[it->first.Scalar()] =
               r_.string(it->second, "model.config." + it->first.Scalar(), "layers: 2");
       }
+      try {
+        validate_model_spec(s_.model);
+      } catch (const UserError& e) {
+        auto [what, fix] = split_message(e.what(), "see models/README.md for the settings");
+        r_.fail(m, "model: " + what, fix);
+      }
     }
   }
 
@@ -351,6 +372,32 @@ private:
     }
   }
 
+  /// Every case's config (the target's default with the pinned knobs) must be able to run on
+  /// the device: a config that cannot compile there is a spec error, not a kernel failure.
+  void validate_configs() {
+    YAML::Node c = root_["config"];
+    for (const ShapeEntry* s : all_shapes())
+      for (DType t : s_.dtypes) {
+        ops::Problem p = s->problem(s_.op, t);
+        std::string why;
+        try {
+          why = config_problem(*op_, p, s_.device, pinned_config(*op_, p, s_.device, s_.config));
+        } catch (const UserError& e) {
+          why = e.what();
+        }
+        if (why.empty()) continue;
+        auto [what, fix] = split_message(why, "pin another config");
+        if (c.IsDefined() && !c.IsNull()) r_.fail(c, "config: " + what, fix);
+        YAML::Mark at;
+        at.line = s->line - 1;
+        at.column = s->column - 1;
+        r_.fail(at,
+                std::string("shapes.") + (s->representative ? "representative" : "edge") + " in " +
+                    dtype_name(t) + ": " + what,
+                fix);
+      }
+  }
+
   SpecReader r_;
   YAML::Node root_;
   PilotSpec s_;
@@ -365,13 +412,16 @@ PilotSpec parse_spec(const std::string& text, const std::string& file) {
 }
 
 PilotSpec load_spec(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
-    user_error() << "cannot read the pilot spec '" << path
-                 << "'; pass the path of a YAML spec, e.g. examples/pilots/gemm-h200.yaml";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_spec(ss.str(), path);
+  std::string text;
+  try {
+    text = read_text(path);
+  } catch (const UserError& e) {
+    std::string why = e.what();
+    if (why.rfind("error: ", 0) == 0) why = why.substr(7);
+    user_error() << "cannot read the pilot spec: " << why
+                 << "; pass the path of a YAML spec, e.g. examples/pilots/gemm-h200.yaml";
+  }
+  return parse_spec(text, path);
 }
 
 } // namespace tp::pilot

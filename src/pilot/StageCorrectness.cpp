@@ -101,10 +101,10 @@ void stage_correctness(PilotRun& r) {
                              {"max_attempts", r.opt.shrink_attempts},
                              {"steps", s.steps}};
     // Absolute, so that the recorded command replays from any working directory.
-    std::string dir =
-        std::filesystem::absolute(r.opt.out_dir + "/repro").lexically_normal().string();
+    std::string dir = std::filesystem::absolute(r.final_dir + "/repro").lexically_normal().string();
     ReproCase rc = repro_case(r, s.problem, s.result.config, worst->seed);
-    write_repro(dir, rc, s.result, r.opt.backends, shrink, r.opt.tilepilot_exe);
+    write_repro(r.write_dir + "/repro", rc, s.result, r.opt.backends, shrink, r.opt.tilepilot_exe,
+                dir);
     d["shrink"] = shrink;
     d["repro"] = {{"dir", dir},
                   {"command", r.opt.tilepilot_exe + " repro " + dir},

@@ -73,9 +73,10 @@ TEST(TuneCommand, DryRunJsonCountsAddUp) {
 
 TEST(TuneCommand, WithoutAGpuSaysNotRunAndExits2) {
   if (tp::rt::device_count() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
-  // Without a GPU every kept candidate is compile-checked with NVRTC (the CUDA hooks are
-  // registered): a narrow --space keeps that to a few compiles.
-  const std::string space = " --space 'bm=128,bn=128|256,stages=3,threads=256,swizzle=0'";
+  // Without a GPU, --compile-check compiles every kept candidate with NVRTC (the CUDA hooks
+  // are registered): a narrow --space keeps that to a few compiles.
+  const std::string space =
+      " --compile-check --space 'bm=128,bn=128|256,stages=3,threads=256,swizzle=0'";
   CliResult r = run("tune gemm --shape M=256,N=256,K=256" + space);
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("space: "), std::string::npos) << r.out;

@@ -15,8 +15,10 @@
 #include "CliSupport.h"
 #include "Commands.h"
 #include "autotune/Policy.h"
+#include "ops/MemoryCheck.h"
 #include "perf/SideBySide.h"
 #include "perf/SideBySideReport.h"
+#include "pilot/ConfigCheck.h"
 #include "runtime/Driver.h"
 #include "tilepilot/runtime.h"
 
@@ -29,7 +31,7 @@ struct Args {
   std::string policy, pinned;
   double budget = 60;
   int runs = 50, warmup = 10;
-  uint64_t seed = 3;
+  std::string seed = "3";
   bool json = false;
 };
 
@@ -70,6 +72,7 @@ void run_bench(const Args& a, int* rc) {
   if (!a.pinned.empty() && a.policy != "pinned")
     user_error() << "bench: --pinned goes with --policy pinned";
   if (!a.config.empty()) op.validate(p, ops::parse_config(a.config));
+  const uint64_t seed = parse_seed(a.seed, "--seed");
 
   std::string why;
   std::optional<rt::DeviceInfo> dev = rt::device_info(rt::selected_device_ordinal(), &why);
@@ -91,6 +94,11 @@ void run_bench(const Args& a, int* rc) {
     return;
   }
   ops::Config c = a.config.empty() ? op.default_config(p, dev->arch) : ops::parse_config(a.config);
+  // Before any buffer is allocated or kernel compiled: a problem or config this GPU cannot run.
+  ops::require_memory(op, p, "bench", static_cast<double>(dev->total_memory_bytes));
+  if (pilot::arch_problem(dev->arch).empty())
+    if (std::string why = pilot::config_problem(op, p, dev->arch, c); !why.empty())
+      user_error() << "bench: " << why;
   std::optional<autotune::Choice> choice;
   if (policy) {
     choice = autotune::choose_config(*policy, op, p, *dev);
@@ -102,7 +110,7 @@ void run_bench(const Args& a, int* rc) {
   perf::SideBySideOptions o;
   o.timing.runs = a.runs;
   o.timing.warmup = a.warmup;
-  o.seed = a.seed;
+  o.seed = seed;
   perf::SideBySide s = perf::time_side_by_side(op, p, c, o);
   if (a.json) {
     nlohmann::json j = perf::to_json(s, p, o.timing);

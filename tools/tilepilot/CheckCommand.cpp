@@ -1,19 +1,21 @@
 // `tilepilot check OP --shape k=v,... [--dtype] [--backend cpu|cuda] [--seed] [--config] [--json]`
 #include <iostream>
 
-#include "Commands.h"
 #include "CliSupport.h"
+#include "Commands.h"
 #include "ops/Check.h"
+#include "ops/MemoryCheck.h"
+#include "pilot/ConfigCheck.h"
+#include "runtime/Driver.h"
+#include "tilepilot/runtime.h"
 
 namespace tp::cli {
 
 void add_check_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("check", "check an operator against its fp64 reference");
   struct Args {
-    std::string op, shape, dtype = "bf16", backend = "cpu", config;
-    uint64_t seed = 0;
+    std::string op, shape, dtype = "bf16", backend = "cpu", config, seed = "0", atol, rtol;
     bool json = false;
-    double atol = -1, rtol = -1;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("op", a->op, "operator: gemm | attention")->required();
@@ -32,20 +34,30 @@ void add_check_command(CLI::App& app, int* rc) {
     ops::CheckOptions o;
     o.backend = check_backend(a->backend);
     o.arch = o.backend == "cpu" ? "cpu" : "sm_90a";
-    o.seed = a->seed;
-    o.atol = a->atol;
-    o.rtol = a->rtol;
+    o.seed = parse_seed(a->seed, "--seed");
+    if (!a->atol.empty()) o.atol = parse_tolerance(a->atol, "--atol");
+    if (!a->rtol.empty()) o.rtol = parse_tolerance(a->rtol, "--rtol");
     if (!a->config.empty()) {
       o.config = ops::parse_config(a->config);
       op.validate(p, o.config);
+    }
+    if (o.backend == "cuda") {
+      // The GPU kernel must exist for this problem and config before anything is compiled,
+      // and the problem must fit in the device's memory as well as the host's.
+      ops::Config c = o.config.empty() ? op.default_config(p, o.arch) : o.config;
+      if (std::string why = pilot::config_problem(op, p, o.arch, c); !why.empty())
+        user_error() << "check: " << why;
+      std::string no_gpu;
+      auto dev = rt::device_info(rt::selected_device_ordinal(), &no_gpu);
+      ops::require_memory(op, p, "check", dev ? static_cast<double>(dev->total_memory_bytes) : 0.0);
     }
     ops::CheckResult r = run_check(op, p, o);
     if (a->json) {
       std::cout << ops::to_json(r).dump() << "\n";
     } else {
       std::cout << (r.passed ? "PASS " : "FAIL ") << r.op << " " << r.problem.shape_str() << " "
-                << dtype_name(p.dtype) << " backend=" << r.backend << " config="
-                << ops::config_str(r.config) << "\n  max_abs_err=" << r.max_abs_err
+                << dtype_name(p.dtype) << " backend=" << r.backend
+                << " config=" << ops::config_str(r.config) << "\n  max_abs_err=" << r.max_abs_err
                 << " rel_l2_err=" << r.rel_l2_err << " (atol=" << r.atol << ", rtol=" << r.rtol
                 << ") checked " << r.checked << " elements in " << r.blocks_run << "/"
                 << r.blocks_total << " blocks\n";

@@ -6,6 +6,7 @@
 // allows) and with every GEMM and attention on its fallback; prints where each problem went,
 // the interleaved latency with its 95% CI, each operator's share of time, memory, and whether
 // the two runs' logits agree. Exit status: 0 agree, 1 disagree, 2 bad input.
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -55,12 +56,23 @@ void add_model_command(CLI::App& app, int* rc) {
   cmd->add_option("--atol", a->atol, "agreement of the logits: absolute tolerance (0.1)");
   cmd->add_option("--rtol", a->rtol, "agreement of the logits: relative tolerance (0.05)");
   cmd->add_flag("--json", a->json, "print one JSON object");
-  cmd->callback([a, rc] {
+  cmd->callback([a, cmd, rc] {
+    // Given means used: --layers 0 is an error, never "the default".
+    for (const char* flag : {"--layers", "--batch", "--seq"})
+      if (cmd->count(flag)) {
+        int64_t v = std::string(flag) == "--layers"  ? a->layers
+                    : std::string(flag) == "--batch" ? a->batch
+                                                     : a->seq;
+        if (v < 1) user_error() << "model: " << flag << " " << v << " must be at least 1";
+      }
+    for (auto [flag, v] : {std::pair{"--atol", a->atol}, std::pair{"--rtol", a->rtol}})
+      if (!std::isfinite(v) || v < 0)
+        user_error() << "model: " << flag << " " << v << " must be a finite number >= 0";
     std::map<std::string, std::string> kv = ops::parse_kv(a->set, "--set");
     kv["preset"] = a->preset;
-    if (a->layers) kv["layers"] = std::to_string(a->layers);
-    if (a->batch) kv["batch"] = std::to_string(a->batch);
-    if (a->seq) kv["seq"] = std::to_string(a->seq);
+    if (cmd->count("--layers")) kv["layers"] = std::to_string(a->layers);
+    if (cmd->count("--batch")) kv["batch"] = std::to_string(a->batch);
+    if (cmd->count("--seq")) kv["seq"] = std::to_string(a->seq);
     if (a->backend != "cuda" && a->backend != "cpu")
       user_error() << "--backend " << a->backend << " is unknown; use cuda or cpu";
     if (a->runs < 1 || a->warmup < 0)

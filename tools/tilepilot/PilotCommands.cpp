@@ -2,6 +2,7 @@
 // pilot: exit 0 when every stage that ran passed (whatever the decision), 1 when one failed
 // (e.g. correctness, with a reproducer written), 2 for a bad spec. repro: 1 when the case still
 // fails, 0 when it now passes, 2 for a bad folder.
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -26,7 +27,7 @@ void add_pilot(CLI::App& app, int* rc) {
     std::string spec, out;
     double flop_budget = 3e8;
     int shrink_attempts = 40;
-    bool progress = false, no_progress = false;
+    bool progress = false, no_progress = false, force = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("spec", a->spec, "pilot spec, e.g. examples/pilots/gemm-h200.yaml")->required();
@@ -37,7 +38,13 @@ void add_pilot(CLI::App& app, int* rc) {
                   "checks the shrinker may run on a failing case");
   cmd->add_flag("--progress", a->progress, "draw progress on stderr even when not a terminal");
   cmd->add_flag("--no-progress", a->no_progress, "never draw progress");
-  cmd->callback([a, rc] {
+  cmd->add_flag("--force", a->force,
+                "replace --out even when it holds folders that are not a pilot's output (its other "
+                "regular files are kept either way)");
+  cmd->callback([a, cmd, rc] {
+    if (cmd->count("--out") && a->out.empty())
+      user_error() << "--out is empty; pass a folder for the pilot's output, e.g. --out "
+                   << pilot::default_out_dir(a->spec);
     pilot::PilotSpec spec;
     try {
       spec = pilot::load_spec(a->spec);
@@ -51,7 +58,12 @@ void add_pilot(CLI::App& app, int* rc) {
       std::cerr << a->spec << ": warning: " << w << "\n";
     pilot::PilotOptions o;
     o.out_dir = a->out.empty() ? pilot::default_out_dir(a->spec) : a->out;
-    if (a->flop_budget <= 0) user_error() << "--flop-budget must be positive; the default is 3e8";
+    if (!(a->flop_budget > 0) || !std::isfinite(a->flop_budget))
+      user_error() << "--flop-budget " << a->flop_budget
+                   << " must be a positive finite number; the default is 3e8";
+    if (a->shrink_attempts < 0)
+      user_error() << "--shrink-attempts " << a->shrink_attempts << " must not be negative";
+    o.force = a->force;
     o.cpu_flop_budget = a->flop_budget;
     o.shrink_attempts = a->shrink_attempts;
     o.tilepilot_exe = self_exe();

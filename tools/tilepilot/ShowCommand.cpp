@@ -6,6 +6,7 @@
 #include "codegen/cuda/LoweredKernel.h"
 #include "ir/IRPrinter.h"
 #include "ops/Operator.h"
+#include "pilot/ConfigCheck.h"
 #include "runtime/Jit.h"
 #include "runtime/ResourceUsage.h"
 
@@ -38,6 +39,16 @@ void add_show_command(CLI::App& app, int* rc) {
     const passes::Target target = passes::Target::parse(a->arch);
     ops::Config c =
         a->config.empty() ? op.default_config(p, target.arch) : ops::parse_config(a->config);
+    if (a->stage != "ir" && a->stage != "lowered" && a->stage != "cuda" && a->stage != "ptx" &&
+        a->stage != "resources")
+      user_error() << "unknown --stage '" << a->stage
+                   << "'; use ir, lowered, cuda, ptx or resources";
+    if (!a->config.empty()) op.validate(p, c);
+    // Knobs the arch lacks and problems without a GPU kernel are refused before lowering
+    // (NVRTC's log would bury the reason).
+    if (pilot::arch_problem(target.arch).empty())
+      if (std::string why = pilot::config_problem(op, p, target.arch, c); !why.empty())
+        user_error() << "show: " << why;
     Kernel k = op.build(p, c);
     if (a->stage == "ir") {
       std::cout << ir::to_string(k.node());

@@ -7,6 +7,7 @@
 // Exit status: 0 tuned (or --dry-run); 1 tuning ran but no candidate was correct; 2 bad input,
 // or "not run: measurement needs an <arch> GPU (<reason>)" on a machine that cannot measure
 // (after a compile check of every candidate when a compile hook is registered).
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -26,7 +27,7 @@ using namespace tp::autotune;
 struct Args {
   std::string op, shape, dtype = "bf16", arch, space;
   double budget = 0, config_timeout = 60;
-  bool json = false, dry_run = false, no_store = false;
+  bool json = false, dry_run = false, no_store = false, compile_check = false;
 };
 
 std::string kb(int64_t bytes) {
@@ -136,14 +137,23 @@ void run_tune(const Args& a, int* rc) {
                       : !hooks   ? "no tuning backend is registered in this build"
                                  : hooks->why_no_measure;
     if (why.empty()) why = "the backend registered no measure hook";
-    if (hooks && hooks->compile && !space.kept.empty()) {
+    // Said before anything is compiled; compiling every candidate without a GPU to measure
+    // them on is opt-in (--compile-check).
+    if (!a.json) std::cout << "not run: measurement needs an " << arch << " GPU (" << why << ")\n";
+    if (a.compile_check && hooks && hooks->compile && !space.kept.empty()) {
       TuneHooks compile_only = *hooks;
       compile_only.measure = nullptr;
       TuneResult r = tune(space, compile_only, o);
       j["compile_check"] = to_json(r);
       if (!a.json) print_result(r);
     }
-    return finish("not_run", "not run: measurement needs an " + arch + " GPU (" + why + ")", 2);
+    if (!a.compile_check && !a.json)
+      std::cout << "(pass --compile-check to compile every kept candidate anyway)\n";
+    j["status"] = "not_run";
+    j["reason"] = "not run: measurement needs an " + arch + " GPU (" + why + ")";
+    if (a.json) std::cout << j.dump(2) << "\n";
+    *rc = 2;
+    return;
   }
   if (space.kept.empty())
     return finish("no_candidate", "no config survives pruning; widen --space", 1);
@@ -197,8 +207,19 @@ void add_tune_command(CLI::App& app, int* rc) {
                   "to be pinned (default 0.02)");
   cmd->add_flag("--dry-run", a->dry_run, "print the pruned space and exit 0");
   cmd->add_flag("--no-store", a->no_store, "do not write the result to the tuning database");
+  cmd->add_flag("--compile-check", a->compile_check,
+                "without a GPU to measure on: compile every kept candidate with NVRTC anyway");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a, sp, cmd, rc] {
+    // Numbers are checked before anything is enumerated or compiled.
+    if (!std::isfinite(a->budget) || a->budget < 0)
+      user_error() << "tune: --budget-seconds " << a->budget << " must be a finite number >= 0";
+    if (!std::isfinite(a->config_timeout) || a->config_timeout <= 0)
+      user_error() << "tune: --config-timeout " << a->config_timeout
+                   << " must be a finite number > 0 (seconds)";
+    if (!std::isfinite(sp->min_gain) || sp->min_gain < 0)
+      user_error() << "tune: --min-gain " << sp->min_gain
+                   << " must be a finite fraction >= 0, e.g. 0.02 for 2 %";
     if (sp->spec.empty()) {
       if (a->op.empty() || a->shape.empty())
         user_error() << "tune: give an operator and --shape (e.g. tune gemm --shape "

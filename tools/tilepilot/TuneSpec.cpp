@@ -8,6 +8,7 @@
 #include "TuneShared.h"
 #include "autotune/Policy.h"
 #include "autotune/ShapeTuning.h"
+#include "pilot/Files.h"
 #include "pilot/Spec.h"
 #include "tilepilot/error.h"
 
@@ -195,12 +196,9 @@ void run_tune_spec(const TuneSpecArgs& a, int* rc) {
                                     {"tuned_ms", w_tuned / w_sum},
                                     {"speedup", w_default / w_tuned}};
   j["pinned"] = pinned.to_json();
-  if (!a.pinned_out.empty()) {
-    std::ofstream f(a.pinned_out);
-    if (!(f << pinned.to_json().dump(2) << "\n"))
-      user_error() << "tune --spec: cannot write --pinned-out " << a.pinned_out
-                   << "; give a writable path";
-  }
+  // Through a temporary file and a rename: a tune killed while writing leaves the earlier
+  // table whole.
+  if (!a.pinned_out.empty()) pilot::write_text(a.pinned_out, pinned.to_json().dump(2) + "\n");
   j["status"] = all_ok ? "tuned" : "incomplete";
   if (a.json) {
     std::cout << j.dump(2) << "\n";

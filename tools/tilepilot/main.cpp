@@ -1,9 +1,14 @@
 // tilepilot: the command-line interface (DESIGN.md, "The CLI"). Exit status: 0 success,
 // 1 a check failed, 2 bad input (with a message saying what to write instead), 3 internal error.
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "Commands.h"
 #include "autotune/CudaHooks.h"
+#include "pilot/SpecReader.h"
 #include "runtime/BuildInfo.h"
 #include "tilepilot/error.h"
 
@@ -24,6 +29,30 @@ int main(int argc, char** argv) {
   tp::cli::add_tune_command(app, &rc);
   tp::cli::add_pilot_commands(app, &rc);
   tp::cli::add_model_command(app, &rc);
+  // An unknown command gets a list and a suggestion, not CLI11's "arguments were not expected".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* sc : app.get_subcommands([](const CLI::App*) { return true; }))
+      names.push_back(sc->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::string near = tp::pilot::closest_key(argv[1], names), list;
+      for (const auto& n : names)
+        list += (list.empty() ? "" : ", ") + n;
+      std::cerr << "tilepilot: error: unknown command '" << argv[1] << "'; "
+                << (near.empty() ? "" : "did you mean '" + near + "'? ") << "commands: " << list
+                << " (see tilepilot --help)\n";
+      return 2;
+    }
+  }
+  // Every exception ends here as one line naming the command: bad input (a file that cannot
+  // be read or written, malformed JSON or YAML, a problem too large for this machine) exits 2
+  // with what to do; only TilePilot's own bugs exit 3.
+  auto command = [&app] {
+    std::string name;
+    for (const CLI::App* sc : app.get_subcommands())
+      name = sc->get_name();
+    return "tilepilot" + (name.empty() ? std::string() : " " + name);
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -37,8 +66,33 @@ int main(int argc, char** argv) {
   } catch (const tp::InternalError& e) {
     std::cerr << "tilepilot: " << e.what() << "\n";
     return 3;
+  } catch (const std::bad_alloc&) {
+    std::cerr << command() << ": error: out of host memory; the problem needs more memory than "
+              << "this machine has, so use smaller shapes (or a machine with more memory)\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << command() << ": error: cannot access '" << e.path1().string() << "'"
+              << (e.path2().empty() ? "" : " (and '" + e.path2().string() + "')") << ": "
+              << e.code().message() << "; check that the path exists, is of the right kind "
+              << "(file or folder) and is writable\n";
+    return 2;
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what(); // "[json.exception.type_error.302] type must be ..."
+    if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    std::cerr << command() << ": error: a JSON input is malformed (" << what
+              << "); check the JSON files the command reads\n";
+    return 2;
+  } catch (const YAML::Exception& e) {
+    std::cerr << command() << ": error: a YAML input is malformed (" << e.msg << ", line "
+              << e.mark.line + 1 << "); check the YAML files the command reads\n";
+    return 2;
   } catch (const std::exception& e) {
-    std::cerr << "tilepilot: error: " << e.what() << "\n";
+    std::cerr << command() << ": internal error (a TilePilot bug, please report it): " << e.what()
+              << "\n";
+    return 3;
+  } catch (...) {
+    std::cerr << command() << ": internal error (a TilePilot bug, please report it): an "
+              << "unknown exception\n";
     return 3;
   }
   return rc;
