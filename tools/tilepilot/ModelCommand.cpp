@@ -12,6 +12,7 @@
 
 #include "Commands.h"
 #include "llama/ModelRun.h"
+#include "ops/Operator.h"
 
 namespace tp::cli {
 
