@@ -212,12 +212,7 @@ TEST(Strided, BadStridesAreUserErrors) {
   EXPECT_NE(e.find("generated kernels index with 32-bit integers"), std::string::npos) << e;
 }
 
-struct Variant {
-  std::string arch;
-  bool tma;
-};
-
-/// Lowers and compiles `k` through NVRTC for each variant; returns the sm_90a TMA source.
+/// Lowers and compiles `k` through NVRTC: sm_90a with and without TMA, and sm_80.
 void compiles_everywhere(const Kernel& k, bool expect_ws) {
   CompiledKernel ck90 = compile(k, {.arch = "sm_90a", .bypass_cache = true});
   for (bool tma : {true, false}) {

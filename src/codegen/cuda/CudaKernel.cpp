@@ -165,9 +165,8 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
     // Vector copies and paired stores assume an aligned base; a dense allocation always is.
     if (!k.params[i]->strides.empty() && args[i].ptr % 16 != 0)
       user_error() << "kernel '" << k.name << "': strided tensor '" << k.params[i]->name
-                   << "' starts at an address that is not 16-byte aligned (0x" << std::hex
-                   << args[i].ptr << std::dec
-                   << "); pass a view whose first element is 16-byte aligned";
+                   << "' starts at an address that is not 16-byte aligned (address % 16 = "
+                   << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
   Variant& v = variant(wants_tma(args));
   std::array<unsigned, 3> grid{1, 1, 1};
