@@ -58,13 +58,12 @@ LaunchArgs device_args(const ir::KernelNode& k, const std::vector<Arg>& args) {
     if (order[i].scalar) {
       const Var& v = k.scalars[order[i].index];
       if (!args[i].is_scalar())
-        user_error() << "kernel '" << k.name << "': argument " << i << " for scalar '"
-                     << v.name() << "' (" << dtype_name(v.dtype())
-                     << ") is a tensor; pass a number";
+        user_error() << "kernel '" << k.name << "': argument " << i << " for scalar '" << v.name()
+                     << "' (" << dtype_name(v.dtype()) << ") is a tensor; pass a number";
       double x = args[i].as_double();
       if (v.dtype() == DType::i32 && args[i].is_float() && x != std::floor(x))
-        user_error() << "kernel '" << k.name << "': scalar '" << v.name() << "' is i32, got "
-                     << x << "; pass an integer";
+        user_error() << "kernel '" << k.name << "': scalar '" << v.name() << "' is i32, got " << x
+                     << "; pass an integer";
       out.scalars[order[i].index] =
           v.dtype() == DType::i32 ? static_cast<double>(args[i].as_int()) : x;
       continue;

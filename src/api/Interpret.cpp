@@ -23,9 +23,8 @@ void interpret(const Kernel& k, const std::vector<HostArg>& args, const Interpre
     if (order[i].scalar) {
       const Var& v = kn.scalars[order[i].index];
       if (!a.is_scalar())
-        user_error() << "kernel '" << kn.name << "': argument " << i << " for scalar '"
-                     << v.name() << "' (" << dtype_name(v.dtype())
-                     << ") is a tensor; pass a number";
+        user_error() << "kernel '" << kn.name << "': argument " << i << " for scalar '" << v.name()
+                     << "' (" << dtype_name(v.dtype()) << ") is a tensor; pass a number";
       if (v.dtype() == DType::i32 && a.is_float() && a.as_double() != std::floor(a.as_double()))
         user_error() << "kernel '" << kn.name << "': scalar '" << v.name() << "' is i32, got "
                      << a.as_double() << "; pass an integer";
@@ -41,9 +40,8 @@ void interpret(const Kernel& k, const std::vector<HostArg>& args, const Interpre
     if (a.is_view()) {
       const HostView& v = a.view();
       if (v.strides.size() != v.shape.size())
-        user_error() << "kernel '" << kn.name << "': the view for tensor '" << b->name
-                     << "' has " << v.shape.size() << " dimensions but " << v.strides.size()
-                     << " strides";
+        user_error() << "kernel '" << kn.name << "': the view for tensor '" << b->name << "' has "
+                     << v.shape.size() << " dimensions but " << v.strides.size() << " strides";
       c.view = true;
       c.offset = v.offset;
       c.shape = v.shape;

@@ -318,7 +318,8 @@ Stmt Evaluate::make(Expr v, SourceLoc loc) {
 std::vector<ParamRef> KernelNode::launch_order() const {
   if (!order.empty()) return order;
   std::vector<ParamRef> out;
-  for (size_t i = 0; i < params.size(); ++i) out.push_back({false, static_cast<int>(i)});
+  for (size_t i = 0; i < params.size(); ++i)
+    out.push_back({false, static_cast<int>(i)});
   return out;
 }
 

@@ -14,9 +14,11 @@ public:
   explicit Verifier(const KernelNode& k) : k_(k) {
     for (const Var& d : k.dims) bound_.insert(as<Variable>(d)->uid);
     for (const Var& b : k.block_vars) bound_.insert(as<Variable>(b)->uid);
-    for (const Var& v : k.scalars) bound_.insert(as<Variable>(v)->uid);
+    for (const Var& v : k.scalars)
+      bound_.insert(as<Variable>(v)->uid);
     for (const Buffer& p : k.params)
-      for (const Expr& st : p->strides) bound_.insert(as<Variable>(st)->uid);
+      for (const Expr& st : p->strides)
+        bound_.insert(as<Variable>(st)->uid);
     for (const Buffer& p : k.params) live_.push_back({p->uid});
     live_.push_back({});
   }

@@ -172,18 +172,20 @@ Kernel build_kernel(const std::string& name, const Params& params, Grid g, Threa
 
 Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var)> body, KernelOptions opts, Loc loc) {
-  return build_kernel(name, params, std::move(g), t, 1,
-                      [&](const std::vector<Var>& b) { body(b[0]); }, opts, loc);
+  return build_kernel(
+      name, params, std::move(g), t, 1, [&](const std::vector<Var>& b) { body(b[0]); }, opts, loc);
 }
 Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var, Var)> body, KernelOptions opts, Loc loc) {
-  return build_kernel(name, params, std::move(g), t, 2,
-                      [&](const std::vector<Var>& b) { body(b[0], b[1]); }, opts, loc);
+  return build_kernel(
+      name, params, std::move(g), t, 2, [&](const std::vector<Var>& b) { body(b[0], b[1]); }, opts,
+      loc);
 }
 Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var, Var, Var)> body, KernelOptions opts, Loc loc) {
-  return build_kernel(name, params, std::move(g), t, 3,
-                      [&](const std::vector<Var>& b) { body(b[0], b[1], b[2]); }, opts, loc);
+  return build_kernel(
+      name, params, std::move(g), t, 3, [&](const std::vector<Var>& b) { body(b[0], b[1], b[2]); },
+      opts, loc);
 }
 
 Var let(const std::string& name, const Expr& value, Loc l) {

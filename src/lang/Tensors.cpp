@@ -74,7 +74,9 @@ Tensor::Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, St
 
 const std::string& Tensor::name() const { return buffer_->name; }
 DType Tensor::dtype() const { return buffer_->dtype; }
-bool Tensor::is_strided() const { return !buffer_->strides.empty(); }
+bool Tensor::is_strided() const {
+  return !buffer_->strides.empty();
+}
 
 Scalar::Scalar(const std::string& name, DType t, Loc l) : Var(name, t) {
   if (t != DType::f32 && t != DType::i32)

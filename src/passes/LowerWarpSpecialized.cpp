@@ -311,7 +311,8 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   // The lets the loads' offsets read (PipelinePlan::producer_lets), evaluated here too.
   auto lowered_lets = [&](const std::vector<ir::Stmt>& lets) {
     std::vector<ir::Stmt> out;
-    for (const ir::Stmt& l : lets) out.push_back(lower_stmt(cx, l));
+    for (const ir::Stmt& l : lets)
+      out.push_back(lower_stmt(cx, l));
     return out;
   };
   if (!plan.producer_loop_lets.empty()) {

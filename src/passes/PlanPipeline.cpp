@@ -107,7 +107,8 @@ bool plan_producer_lets(const ir::KernelNode& k, const std::vector<ir::Stmt>& to
   };
   VarUses need;
   for (const TmaLoad& l : plan.loads)
-    for (const Expr& e : l.copy->src.min) need.visit(e);
+    for (const Expr& e : l.copy->src.min)
+      need.visit(e);
   need.visit(plan.loop->min);
   need.visit(plan.loop->extent);
   auto pick = [&](const std::vector<ir::Stmt>& stmts, size_t end, std::vector<ir::Stmt>& out) {
@@ -120,8 +121,11 @@ bool plan_producer_lets(const ir::KernelNode& k, const std::vector<ir::Stmt>& to
         if (b->scope != Scope::global || written.count(b->uid)) {
           *why = "the TMA loads' offsets need let '" + ir::as<ir::Variable>(l->var)->name +
                  "', whose value reads " + (b->scope == Scope::global ? "tensor '" : "tile '") +
-                 b->name + "' (" + (b->scope == Scope::global ? "written by the kernel" : "not "
-                 "visible to the producer") + ")";
+                 b->name + "' (" +
+                 (b->scope == Scope::global ? "written by the kernel"
+                                            : "not "
+                                              "visible to the producer") +
+                 ")";
           return false;
         }
       need.visit(l->value);

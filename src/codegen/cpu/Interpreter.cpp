@@ -55,22 +55,24 @@ void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
     user_error() << "kernel '" << kn.name << "' has scalar parameters; pass them with the "
                  << "interpreter's Arg list (tp::interpret takes numbers for them)";
   std::vector<Arg> a;
-  for (HostTensor* t : args) a.push_back(Arg{t});
+  for (HostTensor* t : args)
+    a.push_back(Arg{t});
   interpret(k, a, opts);
 }
 
 void interpret(const Kernel& k, const std::vector<Arg>& all_args, const InterpretOptions& opts) {
   const ir::KernelNode& kn = k.node();
   std::vector<ir::ParamRef> order = kn.launch_order();
-  internal_assert(all_args.size() == order.size()) << "argument count";
+  if (all_args.size() != order.size())
+    user_error() << "kernel '" << kn.name << "' takes " << order.size()
+                 << (kn.scalars.empty() ? " tensors" : " arguments") << ", got " << all_args.size();
   std::vector<const Arg*> args(kn.params.size());
   std::vector<double> scalars(kn.scalars.size());
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i].scalar) {
       double v = all_args[i].scalar;
-      scalars[order[i].index] = kn.scalars[order[i].index].dtype() == DType::f32
-                                    ? round_to(DType::f32, v)
-                                    : v;
+      scalars[order[i].index] =
+          kn.scalars[order[i].index].dtype() == DType::f32 ? round_to(DType::f32, v) : v;
     } else {
       internal_assert(all_args[i].tensor) << "null tensor argument";
       args[order[i].index] = &all_args[i];
@@ -89,7 +91,8 @@ void interpret(const Kernel& k, const std::vector<Arg>& all_args, const Interpre
     const std::vector<int64_t>& sh = desc[i].shape;
     std::vector<int64_t> st = ir::element_strides(desc[i]);
     int64_t n = 1;
-    for (int64_t e : sh) n *= e;
+    for (int64_t e : sh)
+      n *= e;
     std::vector<int64_t>& ix = view_index[i];
     ix.resize(n);
     for (int64_t e = 0; e < n; ++e) {
@@ -142,9 +145,11 @@ void interpret(const Kernel& k, const std::vector<Arg>& all_args, const Interpre
     const HostTensor& t = *args[i]->tensor;
     globals[i].init(kn.params[i]->name, t.dtype(), desc[i].shape);
     if (args[i]->view)
-      for (size_t e = 0; e < view_index[i].size(); ++e) globals[i].data[e] = t.get(view_index[i][e]);
+      for (size_t e = 0; e < view_index[i].size(); ++e)
+        globals[i].data[e] = t.get(view_index[i][e]);
     else
-      for (int64_t e = 0; e < t.numel(); ++e) globals[i].data[e] = t.get(e);
+      for (int64_t e = 0; e < t.numel(); ++e)
+        globals[i].data[e] = t.get(e);
   }
   std::set<uint64_t> written;
   bool atomics = false;
@@ -162,7 +167,8 @@ void interpret(const Kernel& k, const std::vector<Arg>& all_args, const Interpre
     for (size_t i = 0; i < args.size(); ++i) c->buf[param_slots[i]] = &globals[i];
     for (size_t i = 0; i < dim_slots.size(); ++i)
       c->scalar[dim_slots[i]] = static_cast<double>(env.at(ir::as<ir::Variable>(kn.dims[i])->uid));
-    for (size_t i = 0; i < scalar_slots.size(); ++i) c->scalar[scalar_slots[i]] = scalars[i];
+    for (size_t i = 0; i < scalar_slots.size(); ++i)
+      c->scalar[scalar_slots[i]] = scalars[i];
     return c;
   };
 
@@ -203,9 +209,11 @@ void interpret(const Kernel& k, const std::vector<Arg>& all_args, const Interpre
     if (!written.count(kn.params[i]->uid)) continue;
     HostTensor& t = *args[i]->tensor;
     if (args[i]->view)
-      for (size_t e = 0; e < view_index[i].size(); ++e) t.set(view_index[i][e], globals[i].data[e]);
+      for (size_t e = 0; e < view_index[i].size(); ++e)
+        t.set(view_index[i][e], globals[i].data[e]);
     else
-      for (int64_t e = 0; e < t.numel(); ++e) t.set(e, globals[i].data[e]);
+      for (int64_t e = 0; e < t.numel(); ++e)
+        t.set(e, globals[i].data[e]);
   }
 }
 

@@ -63,8 +63,8 @@ public:
       params.push_back("int " + var_name(ir::as<ir::Variable>(d)));
     // Scalars by value, then the strides of strided tensors (CudaKernel::launch's order).
     for (const Var& v : k.scalars)
-      params.push_back(fmt::format("{} {}", value_type(v.dtype()),
-                                   var_name(ir::as<ir::Variable>(v))));
+      params.push_back(
+          fmt::format("{} {}", value_type(v.dtype()), var_name(ir::as<ir::Variable>(v))));
     for (const Buffer& b : k.params)
       for (const Expr& st : b->strides)
         params.push_back("int " + var_name(ir::as<ir::Variable>(st)));

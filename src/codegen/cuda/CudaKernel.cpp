@@ -47,8 +47,7 @@ CUtensorMap encode(const TmaParam& p, const DeviceTensor& t) {
   for (int i = 0; i < rank - 1; ++i) {
     stride *= dims[i];
     // globalStrides[i] is the byte stride of dimension i + 1, innermost first.
-    strides[i] = t.strides.empty() ? stride
-                                   : static_cast<cuuint64_t>(t.strides[rank - 2 - i]) * eb;
+    strides[i] = t.strides.empty() ? stride : static_cast<cuuint64_t>(t.strides[rank - 2 - i]) * eb;
   }
   CUtensorMapSwizzle sw = p.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
                           : p.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
@@ -124,7 +123,8 @@ bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
     }
     if (t.strides.back() != 1) return false;
     for (size_t d = 0; d + 1 < t.strides.size(); ++d)
-      if (t.strides[d] <= 0 || t.strides[d] * eb % 16 != 0 || t.strides[d] * eb >= (int64_t{1} << 40))
+      if (t.strides[d] <= 0 || t.strides[d] * eb % 16 != 0 ||
+          t.strides[d] * eb >= (int64_t{1} << 40))
         return false;
   }
   return true;
