@@ -98,4 +98,24 @@ TEST(GpuKernelParams, TransposedOperandViaStridesMatchesInterpreter) {
   strided_gemm(true);
 }
 
+TEST(GpuKernelParams, TableGemmMatchesInterpreter) {
+  HostTensor a(bf16, {256, 96}), b(bf16, {96, 128}), rows(i32, {4});
+  a.fill_random(6);
+  b.fill_random(7);
+  for (int g = 0; g < 4; ++g) rows.set(g, (3 - g) * 64);
+  for (bool from_tile : {false, true}) {
+    Kernel k = test::table_gemm(from_tile);
+    HostTensor want(f32, {256, 128});
+    want.poison();
+    interpret(k, {a, b, want, rows});
+    DeviceArray da = DeviceArray::from(a), db = DeviceArray::from(b), dr = DeviceArray::from(rows);
+    DeviceArray dc(f32, {256, 128});
+    dc.fill_bytes(0xff);
+    CompiledKernel ck = compile(k);
+    ck.launch({da, db, dc, dr});
+    synchronize();
+    expect_close(dc.to_host(), want, 1e-3, 1e-3);
+  }
+}
+
 } // namespace

@@ -257,4 +257,39 @@ TEST(KernelParamsCompile, StridedTensorsLower) {
   compiles_everywhere(test::scale_shift(true, true), false);
 }
 
+TEST(KernelParamsCompile, LetFromGlobalFeedsTheTmaProducer) {
+  // The producer evaluates the let too (it reads a tensor the kernel does not write).
+  Kernel k = test::table_gemm(false);
+  compiles_everywhere(k, true);
+  std::string src = compile(k, {.arch = "sm_90a"}).source();
+  size_t n = 0;
+  for (size_t at = src.find("const int row0 = "); at != std::string::npos;
+       at = src.find("const int row0 = ", at + 1))
+    ++n;
+  EXPECT_EQ(n, 2u) << src;
+  // Through a tile the consumers fill, the producer cannot see it: plain cooperative copies.
+  std::string lowered = compile(test::table_gemm(true), {.arch = "sm_90a"}).lowered();
+  EXPECT_NE(lowered.find("not warp-specialized (the TMA loads' offsets need let 'row0', whose "
+                         "value reads tile"),
+            std::string::npos)
+      << lowered;
+  compiles_everywhere(test::table_gemm(true), false);
+}
+
+TEST(Let, TableGemmMatchesReference) {
+  // Two groups of rows: block rows start at 64 and 0 (the table's order, not the grid's).
+  HostTensor a(bf16, {128, 40}), b(bf16, {40, 64}), rows(i32, {2}), ref(f32, {128, 64});
+  a.fill_random(6);
+  b.fill_random(7);
+  rows.set(0, 64);
+  rows.set(1, 0);
+  test::gemm_reference(a, b, ref);
+  for (bool from_tile : {false, true}) {
+    HostTensor c(f32, {128, 64});
+    c.poison();
+    interpret(test::table_gemm(from_tile), {a, b, c, rows});
+    for (int64_t i = 0; i < c.numel(); ++i) ASSERT_NEAR(c.get(i), ref.get(i), 1e-3) << i;
+  }
+}
+
 } // namespace

@@ -48,6 +48,30 @@ inline Kernel let_gemm(bool strided_a = false, bool strided_b = false, bool stri
                 });
 }
 
+/// let_gemm whose block row comes from a table, as in a grouped GEMM: Rows[by] read into a let
+/// straight from global memory, or (from_tile) through a shared tile the block fills first.
+inline Kernel table_gemm(bool from_tile) {
+  Dim M("M"), N("N"), K("K"), G("G");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  Tensor Rows("Rows", {G}, i32);
+  return kernel("table_gemm", {A, B, C, Rows}, grid(ceildiv(N, 64), G), threads(128),
+                [&](Var bx, Var by) {
+                  Tile idx = alloc_shared({1, 1}, i32);
+                  if (from_tile) parallel({1, 1}, [&](Var i, Var j) { idx(i, j) = Rows(by); });
+                  Var row0 = let("row0", from_tile ? Expr(idx(0, 0)) : Expr(Rows(by)));
+                  Tile As = alloc_shared({64, 32}, bf16);
+                  Tile Bs = alloc_shared({32, 64}, bf16);
+                  Tile acc = alloc_fragment({64, 64}, f32);
+                  clear(acc);
+                  pipelined(ceildiv(K, 32), 3, [&](Var k) {
+                    copy(A.tile(row0, k * 32), As);
+                    copy(B.tile(k * 32, bx * 64), Bs);
+                    gemm(As, Bs, acc);
+                  });
+                  copy(acc, C.tile(row0, bx * 64));
+                });
+}
+
 /// fp64 reference of let_gemm on dense row-major tensors.
 inline void gemm_reference(const HostTensor& a, const HostTensor& b, HostTensor& c) {
   int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
