@@ -63,6 +63,47 @@ private:
   size_t bytes_ = 0;
 };
 
+/// An owning non-blocking stream: it does not synchronize with the legacy default stream.
+class CudaStream {
+public:
+  CudaStream();
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  Stream get() const { return stream_; }
+  void synchronize() const;
+
+private:
+  Stream stream_ = nullptr;
+};
+
+/// A CUDA event for timing: record it on a stream, then read the time between two.
+class Event {
+public:
+  Event();
+  ~Event();
+  Event(Event&& o) noexcept : event_(o.event_) { o.event_ = nullptr; }
+  Event& operator=(Event&& o) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(Stream stream = nullptr);
+  /// Waits for `stop`, then returns the milliseconds between `start` and `stop`.
+  static float elapsed_ms(const Event& start, const Event& stop);
+
+private:
+  void* event_ = nullptr; // a CUevent
+};
+
+/// The current GPU's memory as the driver reports it (all processes together).
+struct DeviceMemory {
+  uint64_t free_bytes = 0, total_bytes = 0;
+  uint64_t used_bytes() const { return total_bytes - free_bytes; }
+};
+DeviceMemory device_memory();
+
+/// "1.50 GiB", "12.0 MiB", "512 B".
+std::string format_bytes(uint64_t bytes);
+
 /// Whether a CUDA GPU can be used; if not, `why_not` says which step failed.
 bool gpu_available(std::string* why_not = nullptr);
 /// The NVRTC target of the current GPU ("sm_90a"); a UserError without one.

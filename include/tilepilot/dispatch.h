@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tilepilot/problem.h"
 #include "tilepilot/tensor.h"
 
 namespace tp::ops {
@@ -75,6 +76,12 @@ struct DeviceView {
   std::vector<int64_t> shape;
 };
 
+/// A kernel config pinned for one problem without a release folder (see Dispatcher::pin).
+struct Pin {
+  Problem problem;
+  Config config;
+};
+
 /// Where a problem goes and why, without running it.
 struct DispatchDecision {
   bool pinned = false;
@@ -113,6 +120,14 @@ public:
   DispatchDecision decide(const std::string& op, const std::map<std::string, std::string>& shape,
                           DType dtype, bool device);
 
+  /// Installs `pins` (problems of `op`) as an in-memory release for `device`, replacing any
+  /// release of `op`. The pinned problems count as tested and passed: the caller vouches for
+  /// them (the pilot's model stage pins configs its correctness stage passed).
+  void pin(const std::string& op, const DeviceIdentity& device, const std::vector<Pin>& pins);
+  /// Whether `op` has a release (a folder, or pinned in memory); `source`, if given, gets its
+  /// folder, "(in memory)", or "(invalid: <why>)" for a folder that failed to load.
+  bool has_release(const std::string& op, std::string* source = nullptr) const;
+
   void force_fallback(const std::string& op, bool on);
   OpCounters counters(const std::string& op) const;
   void reset_counters();
@@ -120,11 +135,18 @@ public:
   std::string summary() const;
 
   struct Impl;
-  Impl& impl() { return *impl_; }
 
 private:
+  friend struct DispatcherAccess; // the dispatch layer's own code (src/dispatch)
   std::unique_ptr<Impl> impl_;
 };
+
+/// GPU 0 (or $TILEPILOT_DEVICE) as releases see it; a UserError when there is no usable GPU.
+DeviceIdentity current_device();
+/// The operator's default config for `p` on `arch` ("sm_90a"; "cpu" for the interpreter).
+Config default_config(const Problem& p, const std::string& arch);
+/// A UserError naming the known operators when `op` is not one of them.
+void require_operator(const std::string& op);
 
 /// The process-wide dispatcher: releases from $TILEPILOT_RELEASE (folders separated by ':'),
 /// created at first use.

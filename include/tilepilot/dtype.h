@@ -20,7 +20,9 @@ const char* dtype_name(DType t);
 /// The name CUDA C++ uses for the type ("float", "__nv_bfloat16", ...).
 const char* dtype_cuda_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
-inline bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+inline bool is_float(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
 
 /// Round a value to what storing it into an element of type `t` keeps: round-to-nearest-even
 /// for f16/bf16 (as the GPU's cvt.rn does), float for f32, truncation toward zero for i32.

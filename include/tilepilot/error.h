@@ -64,14 +64,15 @@ private:
   int uncaught_;
 };
 
-inline ErrorReport user_error(SourceLoc loc = {}) { return {Error::Kind::user, std::move(loc)}; }
+inline ErrorReport user_error(SourceLoc loc = {}) {
+  return {Error::Kind::user, std::move(loc)};
+}
 
 } // namespace tp
 
-#define TILEPILOT_INTERNAL_ERROR                                                                    \
+#define TILEPILOT_INTERNAL_ERROR                                                                   \
   ::tp::ErrorReport(::tp::Error::Kind::internal, ::tp::SourceLoc{__FILE__, __LINE__})
 
 /// Asserts an invariant of TilePilot itself; a failure is reported as an internal error.
 #define internal_assert(c)                                                                         \
-  if (!(c))                                                                                        \
-  TILEPILOT_INTERNAL_ERROR << "Condition failed: " #c ": "
+  if (!(c)) TILEPILOT_INTERNAL_ERROR << "Condition failed: " #c ": "

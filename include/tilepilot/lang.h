@@ -170,7 +170,9 @@ Grid grid(Es... es) {
 struct Threads {
   int count;
 };
-inline Threads threads(int n) { return Threads{n}; }
+inline Threads threads(int n) {
+  return Threads{n};
+}
 
 /// Options of a kernel that are not part of its body.
 struct KernelOptions {

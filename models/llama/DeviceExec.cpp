@@ -1,67 +1,28 @@
-// GPU execution of the model.
+// GPU execution of the model, on the public API only (tilepilot/compile.h, device.h).
 #include "llama/DeviceExec.h"
 
-#include "dispatch/DeviceRun.h"
-#include "runtime/Driver.h"
-#include "runtime/Jit.h"
+#include <algorithm>
+#include <thread>
 
 namespace tp::models {
 
 namespace {
 
-// Weight initialization on the device: the same splitmix64 stream as uniform_value() (Exec.cpp),
-// so host and device models hold the same weights up to the final rounding. Plain CUDA, no
-// headers, compiled by NVRTC once.
-const char* kFill = R"(
-extern "C" __global__ void tp_model_fill(void* out, long long n, unsigned long long seed,
-                                         double center, double half_width, int kind) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    unsigned long long z = seed * 0x9E3779B97F4A7C15ull + (unsigned long long)i +
-                           0x632BE59BD9B4E019ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    double u = (double)(z >> 40) * (1.0 / 16777216.0);
-    double v = center + half_width * (2.0 * u - 1.0);
-    if (kind == 2) {
-      ((float*)out)[i] = (float)v;
-    } else if (kind == 1) {
-      unsigned short h;
-      asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(v));
-      ((unsigned short*)out)[i] = h;
-    } else {
-      unsigned u32 = __float_as_uint((float)v);
-      ((unsigned short*)out)[i] = (unsigned short)((u32 + 0x7fffu + ((u32 >> 16) & 1u)) >> 16);
-    }
-  }
-}
-)";
-
-cuda::DeviceTensor tensor(const Buf& b) {
-  return {static_cast<CUdeviceptr>(b.dev), b.dtype, b.shape};
+DeviceTensor tensor(const Buf& b) {
+  return DeviceTensor(b.dev, b.dtype, b.shape);
 }
 
 ops::DeviceView view(const Buf& b) {
   return {b.dev, b.dtype, b.shape};
 }
 
-} // namespace
-
-void DeviceExec::compile_helpers(const std::string& arch) {
-  rt::jit_compile_only(std::string("// TilePilot model weights\n") + kFill, "tp_model_fill",
-                       "models tp_model_fill", arch, {});
-}
-
-namespace {
-
 ops::DeviceIdentity gpu_or_explain() {
   std::string why;
-  if (!rt::device_info(rt::selected_device_ordinal(), &why))
+  if (!gpu_available(&why))
     user_error() << "the model on the GPU needs one: " << why
                  << "; without a GPU, run the tiny model on the interpreter (tilepilot model "
                     "--backend cpu --preset tiny)";
-  return dispatch::current_device();
+  return ops::current_device();
 }
 
 } // namespace
@@ -70,60 +31,66 @@ DeviceExec::DeviceExec() : device_(gpu_or_explain()) {
   baseline_used_ = peak_used_ = device_used_bytes();
 }
 
-DeviceExec::~DeviceExec() {
-  for (CUevent e : pool_)
-    rt::driver().cuEventDestroy(e);
-}
-
 Buf DeviceExec::alloc(DType t, std::vector<int64_t> shape) {
   Buf b;
   b.dtype = t;
   b.shape = std::move(shape);
-  store_.emplace_back(std::max<size_t>(b.bytes(), 16));
+  // Never empty: a zero-size buffer has no address, and kernels check for null pointers.
+  store_.emplace_back(t, b.numel() ? b.shape : std::vector<int64_t>{1});
   bytes_ += store_.back().bytes();
-  b.dev = store_.back().ptr();
+  b.dev = store_.back().tensor().ptr;
   return b;
 }
 
 void DeviceExec::fill_uniform(Buf& b, uint64_t seed, double center, double half_width) {
-  if (!fill_fn_)
-    fill_fn_ = rt::jit_load(std::string("// TilePilot model weights\n") + kFill, "tp_model_fill",
-                            "models tp_model_fill", device_.arch, {})
-                   .fn;
-  CUdeviceptr out = b.dev;
-  long long n = b.numel();
-  unsigned long long s = seed;
-  int kind = b.dtype == DType::f32 ? 2 : b.dtype == DType::f16 ? 1 : 0;
-  void* args[] = {&out, &n, &s, &center, &half_width, &kind};
-  rt::LaunchConfig cfg;
-  cfg.grid = {static_cast<unsigned>(std::min<long long>((n + 255) / 256, 16384)), 1, 1};
-  cfg.block = {256, 1, 1};
-  cfg.stream = stream();
-  rt::launch(fill_fn_, cfg, args);
+  // The values are made on the host, on every core, then uploaded: the host executor computes
+  // the same uniform_value() stream, so both models hold identical weights.
+  HostTensor h(b.dtype, b.shape);
+  const int64_t n = h.numel();
+  const int workers = static_cast<int>(std::clamp<int64_t>(
+      n / (int64_t{1} << 20), 1, std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t i = n * w / workers; i < n * (w + 1) / workers; ++i)
+        h.set(i, uniform_value(seed, static_cast<uint64_t>(i), center, half_width));
+    });
+  for (std::thread& t : pool)
+    t.join();
+  upload(b, h);
 }
 
 void DeviceExec::upload(Buf& b, const HostTensor& h) {
   internal_assert(h.shape() == b.shape && h.dtype() == b.dtype) << "upload: shape mismatch";
-  // A synchronous copy from pageable memory may return before the DMA lands; the copy and the
-  // stream's later work must not overlap.
-  TILEPILOT_CU(rt::driver().cuMemcpyHtoD(b.dev, h.data(), h.bytes()));
-  TILEPILOT_CU(rt::driver().cuCtxSynchronize());
+  synchronize(); // the copy runs on the legacy stream, which this stream does not wait for
+  for (DeviceArray& a : store_)
+    if (a.tensor().ptr == b.dev) {
+      a.upload(h);
+      tp::synchronize();
+      return;
+    }
+  internal_assert(false) << "upload: buffer not allocated by this executor";
 }
 
 HostTensor DeviceExec::download(const Buf& b) {
   synchronize(); // the stream does not synchronize with the legacy stream the copy uses
-  HostTensor h(b.dtype, b.shape);
-  TILEPILOT_CU(rt::driver().cuMemcpyDtoH(h.data(), b.dev, h.bytes()));
-  return h;
+  for (const DeviceArray& a : store_)
+    if (a.tensor().ptr == b.dev) {
+      HostTensor h = a.to_host();
+      if (h.shape() == b.shape) return h;
+    }
+  internal_assert(false) << "download: buffer not allocated by this executor";
+  return {};
 }
 
 void DeviceExec::run(const Kernel& k, const std::vector<const Buf*>& args) {
-  auto& ck = kernels_[k.ptr().get()];
-  if (!ck) ck = std::make_unique<cuda::CudaKernel>(k, device_.arch);
-  std::vector<cuda::DeviceTensor> t;
+  auto it = kernels_.find(k.ptr().get());
+  if (it == kernels_.end())
+    it = kernels_.emplace(k.ptr().get(), compile(k, {.arch = device_.arch})).first;
+  std::vector<Arg> t;
   for (const Buf* b : args)
-    t.push_back(tensor(*b));
-  ck->launch(t, stream());
+    t.emplace_back(tensor(*b));
+  it->second.launch(t, stream());
 }
 
 void DeviceExec::gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) {
@@ -134,25 +101,21 @@ void DeviceExec::attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& 
   dispatcher().attention(view(Q), view(K), view(V), view(O), causal, stream());
 }
 
-CUevent DeviceExec::event() {
-  if (next_event_ == pool_.size()) {
-    CUevent e = nullptr;
-    TILEPILOT_CU(rt::driver().cuEventCreate(&e, CU_EVENT_DEFAULT));
-    pool_.push_back(e);
-  }
+Event& DeviceExec::event() {
+  if (next_event_ == pool_.size()) pool_.emplace_back();
   return pool_[next_event_++];
 }
 
 void DeviceExec::op_begin(const std::string&) {
   if (!profiling_) return;
-  open_ = event();
-  TILEPILOT_CU(rt::driver().cuEventRecord(open_, stream()));
+  open_ = &event();
+  open_->record(stream());
 }
 
 void DeviceExec::op_end(const std::string& label) {
   if (!profiling_) return;
-  CUevent stop = event();
-  TILEPILOT_CU(rt::driver().cuEventRecord(stop, stream()));
+  Event* stop = &event();
+  stop->record(stream());
   marks_.push_back({label, {open_, stop}});
   // Workspaces (cuBLASLt, cuDNN) are allocated inside the operator that first needs them.
   synchronize();
@@ -162,20 +125,11 @@ void DeviceExec::op_end(const std::string& label) {
 OpTimes DeviceExec::collect_op_times() {
   synchronize();
   OpTimes out;
-  for (const auto& [label, ev] : marks_) {
-    float ms = 0;
-    TILEPILOT_CU(rt::driver().cuEventElapsedTime(&ms, ev.first, ev.second));
-    out[label] += ms;
-  }
+  for (const auto& [label, ev] : marks_)
+    out[label] += Event::elapsed_ms(*ev.first, *ev.second);
   marks_.clear();
   next_event_ = 0;
   return out;
-}
-
-uint64_t DeviceExec::device_used_bytes() const {
-  size_t free_b = 0, total_b = 0;
-  TILEPILOT_CU(rt::driver().cuMemGetInfo(&free_b, &total_b));
-  return total_b - free_b;
 }
 
 } // namespace tp::models

@@ -1,15 +1,14 @@
-// The model on the GPU: element-wise kernels through the CUDA backend, GEMMs and attention
-// through the dispatcher's device path, everything on one stream. With profiling on, each
-// operator is bracketed by a pair of CUDA events and device memory is sampled after it.
+// The model on the GPU: element-wise kernels compiled through the public kernel API, GEMMs and
+// attention through the dispatcher's device path, everything on one stream. With profiling on,
+// each operator is bracketed by a pair of CUDA events and device memory is sampled after it.
 #pragma once
-#include <cuda.h>
 #include <deque>
+#include <map>
 #include <memory>
 
-#include "codegen/cuda/CudaKernel.h"
 #include "llama/Exec.h"
-#include "runtime/DeviceBuffer.h"
-#include "runtime/Launch.h"
+#include "tilepilot/compile.h"
+#include "tilepilot/device.h"
 
 namespace tp::models {
 
@@ -17,7 +16,6 @@ class DeviceExec : public Exec {
 public:
   /// User error saying what is missing when there is no usable GPU.
   DeviceExec();
-  ~DeviceExec() override;
 
   bool on_device() const override { return true; }
   Buf alloc(DType t, std::vector<int64_t> shape) override;
@@ -30,15 +28,15 @@ public:
   void op_begin(const std::string& label) override;
   void op_end(const std::string& label) override;
 
-  CUstream stream() const { return stream_.get(); }
+  Stream stream() const { return stream_.get(); }
   void synchronize() const { stream_.synchronize(); }
   void set_profiling(bool on) { profiling_ = on; }
   /// Waits for the stream and returns the time of each operator recorded since the last call.
   OpTimes collect_op_times();
 
-  /// Device memory in use now (all of the device, from cuMemGetInfo), and the highest value
-  /// seen after an operator while profiling since reset_peak().
-  uint64_t device_used_bytes() const;
+  /// Device memory in use now (all of the device), and the highest value seen after an
+  /// operator while profiling since reset_peak().
+  uint64_t device_used_bytes() const { return device_memory().used_bytes(); }
   uint64_t peak_used_bytes() const { return peak_used_; }
   void reset_peak() { peak_used_ = device_used_bytes(); }
   /// Device memory in use when this executor was created (before any model buffer).
@@ -47,22 +45,18 @@ public:
   size_t allocated_bytes() const { return bytes_; }
   const ops::DeviceIdentity& device() const { return device_; }
 
-  /// NVRTC-compiles the weight-initialization kernel for `arch` without a GPU (CI checks it).
-  static void compile_helpers(const std::string& arch);
-
 private:
-  CUevent event();
+  Event& event();
 
   ops::DeviceIdentity device_; // first: a clear error when there is no GPU
-  rt::Stream stream_;
-  std::deque<rt::DeviceBuffer> store_;
-  std::map<const void*, std::unique_ptr<cuda::CudaKernel>> kernels_; // by kernel node
-  CUfunction fill_fn_ = nullptr;
+  CudaStream stream_;
+  std::deque<DeviceArray> store_;
+  std::map<const void*, CompiledKernel> kernels_; // by kernel node
   bool profiling_ = false;
-  std::vector<CUevent> pool_;
+  std::deque<Event> pool_;
   size_t next_event_ = 0;
-  std::vector<std::pair<std::string, std::pair<CUevent, CUevent>>> marks_;
-  CUevent open_ = nullptr;
+  std::vector<std::pair<std::string, std::pair<Event*, Event*>>> marks_;
+  Event* open_ = nullptr;
   uint64_t baseline_used_ = 0, peak_used_ = 0;
   size_t bytes_ = 0;
 };

@@ -1,7 +1,7 @@
 // Host execution of the model.
 #include "llama/HostExec.h"
 
-#include "codegen/cpu/Interpreter.h"
+#include "tilepilot/interpret.h"
 
 namespace tp::models {
 
@@ -26,10 +26,10 @@ void HostExec::upload(Buf& b, const HostTensor& h) {
 }
 
 void HostExec::run(const Kernel& k, const std::vector<const Buf*>& args) {
-  std::vector<HostTensor*> ptrs;
+  std::vector<HostArg> host;
   for (const Buf* b : args)
-    ptrs.push_back(b->host);
-  cpu::interpret(k, ptrs);
+    host.emplace_back(b->host);
+  interpret(k, host);
 }
 
 void HostExec::gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) {

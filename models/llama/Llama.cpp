@@ -115,24 +115,24 @@ std::vector<std::pair<std::string, ops::Problem>> LlamaModel::problems() const {
 }
 
 std::vector<std::pair<std::string, ops::Problem>> llama_problems(const LlamaConfig& c) {
-  const ops::Operator& g = ops::find_operator("gemm");
   auto gemm = [&](int64_t M, int64_t N, int64_t K) {
-    return g.parse({{"M", std::to_string(M)},
-                    {"N", std::to_string(N)},
-                    {"K", std::to_string(K)},
-                    {"layout", "nt"}},
-                   c.dtype);
+    return ops::parse_problem("gemm",
+                              {{"M", std::to_string(M)},
+                               {"N", std::to_string(N)},
+                               {"K", std::to_string(K)},
+                               {"layout", "nt"}},
+                              c.dtype);
   };
   const int64_t T = c.tokens();
-  ops::Problem attn = ops::find_operator("attention")
-                          .parse({{"B", std::to_string(c.batch)},
-                                  {"H", std::to_string(c.heads)},
-                                  {"Hkv", std::to_string(c.kv_heads)},
-                                  {"S", std::to_string(c.seq)},
-                                  {"Skv", std::to_string(c.seq)},
-                                  {"D", std::to_string(c.head_dim)},
-                                  {"causal", "1"}},
-                                 c.dtype);
+  ops::Problem attn = ops::parse_problem("attention",
+                                         {{"B", std::to_string(c.batch)},
+                                          {"H", std::to_string(c.heads)},
+                                          {"Hkv", std::to_string(c.kv_heads)},
+                                          {"S", std::to_string(c.seq)},
+                                          {"Skv", std::to_string(c.seq)},
+                                          {"D", std::to_string(c.head_dim)},
+                                          {"causal", "1"}},
+                                         c.dtype);
   return {{"gemm.qkv", gemm(T, c.qkv_dim(), c.hidden)},
           {"gemm.o", gemm(T, c.hidden, c.q_dim())},
           {"gemm.gate_up", gemm(T, 2 * c.ffn, c.hidden)},

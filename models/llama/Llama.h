@@ -12,7 +12,7 @@
 #include "llama/Exec.h"
 #include "llama/LlamaConfig.h"
 #include "llama/LlamaKernels.h"
-#include "ops/Operator.h"
+#include "tilepilot/problem.h"
 
 namespace tp::models {
 

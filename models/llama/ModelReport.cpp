@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "llama/ModelRun.h"
-#include "runtime/DeviceBuffer.h"
+#include "tilepilot/device.h"
 
 namespace tp::models {
 
@@ -107,11 +107,11 @@ std::string to_text(const ModelRunResult& r) {
                      tk > 0 ? 100 * k / tk : 0.0, f, tf > 0 ? 100 * f / tf : 0.0);
   }
   s += fmt::format("  {:<14} {:>11.3f} {:>7} {:>12.3f}\n", "total", tk, "", tf);
-  s += fmt::format("memory:  weights {}, activations {}", rt::format_bytes(r.weight_bytes),
-                   rt::format_bytes(r.activation_bytes));
+  s += fmt::format("memory:  weights {}, activations {}", format_bytes(r.weight_bytes),
+                   format_bytes(r.activation_bytes));
   if (r.on_device)
     s += fmt::format("; device peak over baseline: kernel path {}, process {}",
-                     rt::format_bytes(r.kernel_peak_bytes), rt::format_bytes(r.process_peak_bytes));
+                     format_bytes(r.kernel_peak_bytes), format_bytes(r.process_peak_bytes));
   s += fmt::format("\nagreement: logits max |err| {:.4g}, rel L2 {:.4g}; {} of {} outside "
                    "atol {} + rtol {} -> {}\n",
                    r.max_abs_err, r.rel_l2_err, r.mismatched, r.compared, r.atol, r.rtol,

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <memory>
 
-#include "dispatch/DispatcherImpl.h"
 #include "llama/DeviceExec.h"
 #include "llama/HostExec.h"
 #include "llama/Llama.h"
@@ -40,11 +39,11 @@ void compare(const HostTensor& got, const HostTensor& want, ModelRunResult& r) {
 
 double timed_forward(Exec& ex, LlamaModel& m) {
   if (auto* d = dynamic_cast<DeviceExec*>(&ex)) {
-    rt::EventTimer t;
-    t.start(d->stream());
+    Event start, stop;
+    start.record(d->stream());
     m.forward();
-    t.stop(d->stream());
-    return t.elapsed_ms();
+    stop.record(d->stream());
+    return Event::elapsed_ms(start, stop);
   }
   auto t0 = std::chrono::steady_clock::now();
   m.forward();
@@ -72,12 +71,11 @@ OpTimes profiled_forward(Exec& ex, LlamaModel& m, uint64_t* peak) {
 /// Pins every problem of `op` in the model to the operator's default config on this device.
 void pin_defaults(ops::Dispatcher& d, const std::string& op, const LlamaModel& m, bool device) {
   ops::DeviceIdentity dev =
-      device ? dispatch::current_device() : ops::DeviceIdentity{"CPU interpreter", "cpu"};
-  const ops::Operator& o = ops::find_operator(op);
-  std::vector<std::pair<ops::Problem, ops::Config>> pins;
+      device ? ops::current_device() : ops::DeviceIdentity{"CPU interpreter", "cpu"};
+  std::vector<ops::Pin> pins;
   for (const auto& [label, p] : m.problems())
-    if (p.op == op) pins.emplace_back(p, o.default_config(p, dev.arch));
-  dispatch::install_release(d, dispatch::memory_release(op, dev, pins));
+    if (p.op == op) pins.push_back({p, ops::default_config(p, dev.arch)});
+  d.pin(op, dev, pins);
 }
 
 } // namespace
@@ -103,7 +101,7 @@ ModelRunResult run_llama(const ModelRunOptions& o) {
   r.atol = o.atol;
   r.rtol = o.rtol;
   for (const std::string& op : o.ops)
-    ops::find_operator(op); // names the known ones if not
+    ops::require_operator(op); // names the known ones if not
 
   std::unique_ptr<Exec> ex;
   if (o.device) {
@@ -120,12 +118,13 @@ ModelRunResult run_llama(const ModelRunOptions& o) {
   r.activation_bytes = m.activation_bytes();
 
   ops::Dispatcher kernel_d(o.dispatch);
-  for (const pilot::Release& rel : o.pins)
-    dispatch::install_release(kernel_d, rel);
+  for (const auto& [op, pins] : o.pins)
+    kernel_d.pin(
+        op, o.device ? ops::current_device() : ops::DeviceIdentity{"CPU interpreter", "cpu"}, pins);
   for (const char* op : {"gemm", "attention"}) {
     if (!o.ops.count(op))
       kernel_d.force_fallback(op, true);
-    else if (o.pin_defaults && !kernel_d.impl().slot(op))
+    else if (o.pin_defaults && !kernel_d.has_release(op))
       pin_defaults(kernel_d, op, m, o.device);
   }
   ops::DispatchOptions fo;

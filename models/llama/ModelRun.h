@@ -14,7 +14,6 @@
 #include "llama/Exec.h"
 #include "llama/LlamaConfig.h"
 #include "llama/Stats.h"
-#include "pilot/ReleaseManifest.h"
 #include "tilepilot/dispatch.h"
 
 namespace tp::models {
@@ -25,9 +24,9 @@ struct ModelRunOptions {
   /// Operators the kernel run takes from the dispatcher; the others run their fallback in both.
   std::set<std::string> ops = {"gemm", "attention"};
   ops::DispatchOptions dispatch; // release folders etc. of the kernel run
-  /// In-memory releases for the kernel run (the pilot's current configs), installed over
-  /// `dispatch.releases`.
-  std::vector<pilot::Release> pins;
+  /// Configs pinned for the kernel run by operator (the pilot's current configs), installed
+  /// over `dispatch.releases` for the current GPU (Dispatcher::pin).
+  std::map<std::string, std::vector<ops::Pin>> pins;
   /// Pin each operator in `ops` that has no release to its default config for every problem
   /// of the model: exercises the kernels without a pilot release (they are then untested).
   bool pin_defaults = false;

@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "bindings.h"
-#include "dispatch/DispatcherImpl.h"
 #include "ops/Operator.h"
 #include "runtime/Driver.h"
 #include "tilepilot/dispatch.h"
@@ -160,7 +159,7 @@ nb::dict pin_defaults(const std::string& op,
   ops::DeviceIdentity dev{"CPU interpreter", "cpu"};
   if (device) {
     try {
-      dev = dispatch::current_device();
+      dev = ops::current_device();
     } catch (const UserError& e) {
       std::string why = e.what();
       if (why.rfind("error: ", 0) == 0) why.erase(0, 7);
@@ -169,7 +168,7 @@ nb::dict pin_defaults(const std::string& op,
                    << why << "); device=False pins for the CPU interpreter";
     }
   }
-  std::vector<std::pair<ops::Problem, ops::Config>> pins;
+  std::vector<ops::Pin> pins;
   std::set<std::string> seen;
   nb::list listed;
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -191,16 +190,12 @@ nb::dict pin_defaults(const std::string& op,
     e["shape"] = p.shape_str();
     e["config"] = c;
     listed.append(e);
-    pins.emplace_back(std::move(p), std::move(c));
+    pins.push_back({std::move(p), std::move(c)});
   }
   auto d = dispatcher();
   std::string replaced;
-  {
-    std::lock_guard<std::mutex> g(d->impl().mu); // install_release writes slots under it
-    const dispatch::ReleaseSlot* s = d->impl().slot(op);
-    if (s) replaced = s->release ? s->release->dir : "(invalid: " + s->load_error + ")";
-  }
-  dispatch::install_release(*d, dispatch::memory_release(op, dev, pins));
+  d->has_release(op, &replaced);
+  d->pin(op, dev, pins);
   nb::dict out;
   out["op"] = op;
   out["dtype"] = std::string(dtype_name(*t));

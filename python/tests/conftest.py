@@ -1,6 +1,14 @@
 """Shared helpers: NumPy fp64 references and GPU-style rounding for the CPU-backend tests."""
+import os
+
 import numpy as np
 import pytest
+
+if os.environ.get("TILEPILOT_REQUIRE_TORCH") == "1":
+    # scripts/test-python installs torch and transformers: the torch-facing tests must run, not
+    # skip, so a broken install fails here instead of passing quietly.
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
 
 
 def round_to(x, dtype):

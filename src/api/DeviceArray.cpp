@@ -119,6 +119,65 @@ void DeviceArray::fill_bytes(uint8_t value) {
   if (bytes_) TILEPILOT_CU(rt::driver().cuMemsetD8(view_.ptr, value, bytes_));
 }
 
+CudaStream::CudaStream() {
+  rt::ensure_context();
+  CUstream s = nullptr;
+  TILEPILOT_CU(rt::driver().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  stream_ = reinterpret_cast<Stream>(s);
+}
+
+CudaStream::~CudaStream() {
+  if (stream_) rt::driver().cuStreamDestroy(reinterpret_cast<CUstream>(stream_));
+}
+
+void CudaStream::synchronize() const {
+  TILEPILOT_CU(rt::driver().cuStreamSynchronize(reinterpret_cast<CUstream>(stream_)));
+}
+
+Event::Event() {
+  rt::ensure_context();
+  CUevent e = nullptr;
+  TILEPILOT_CU(rt::driver().cuEventCreate(&e, CU_EVENT_DEFAULT));
+  event_ = e;
+}
+
+Event::~Event() {
+  if (event_) rt::driver().cuEventDestroy(static_cast<CUevent>(event_));
+}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (event_) rt::driver().cuEventDestroy(static_cast<CUevent>(event_));
+    event_ = o.event_;
+    o.event_ = nullptr;
+  }
+  return *this;
+}
+
+void Event::record(Stream stream) {
+  TILEPILOT_CU(
+      rt::driver().cuEventRecord(static_cast<CUevent>(event_), reinterpret_cast<CUstream>(stream)));
+}
+
+float Event::elapsed_ms(const Event& start, const Event& stop) {
+  TILEPILOT_CU(rt::driver().cuEventSynchronize(static_cast<CUevent>(stop.event_)));
+  float ms = 0;
+  TILEPILOT_CU(rt::driver().cuEventElapsedTime(&ms, static_cast<CUevent>(start.event_),
+                                               static_cast<CUevent>(stop.event_)));
+  return ms;
+}
+
+DeviceMemory device_memory() {
+  rt::ensure_context();
+  size_t free_b = 0, total_b = 0;
+  TILEPILOT_CU(rt::driver().cuMemGetInfo(&free_b, &total_b));
+  return {free_b, total_b};
+}
+
+std::string format_bytes(uint64_t bytes) {
+  return rt::format_bytes(bytes);
+}
+
 bool gpu_available(std::string* why_not) {
   return rt::device_count(why_not) > 0;
 }

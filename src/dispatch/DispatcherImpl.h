@@ -40,6 +40,11 @@ struct Dispatcher::Impl {
   dispatch::DeviceRun& device_run();
 };
 
+/// How src/dispatch reaches a Dispatcher's state; nothing outside that layer does.
+struct DispatcherAccess {
+  static Dispatcher::Impl& impl(Dispatcher& d) { return *d.impl_; }
+};
+
 } // namespace tp::ops
 
 namespace tp::dispatch {

@@ -8,7 +8,7 @@ std::string bucket_key(const ops::Problem& p, const ops::Config& c) {
 }
 
 void install_release(ops::Dispatcher& d, pilot::Release r) {
-  ops::Dispatcher::Impl& im = d.impl();
+  ops::Dispatcher::Impl& im = ops::DispatcherAccess::impl(d);
   std::string op = r.op;
   std::lock_guard<std::mutex> g(im.mu);
   im.slots[op] = slot_for(std::move(r));
@@ -39,3 +39,34 @@ pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& 
 }
 
 } // namespace tp::dispatch
+
+namespace tp::ops {
+
+void Dispatcher::pin(const std::string& op, const DeviceIdentity& device,
+                     const std::vector<Pin>& pins) {
+  std::vector<std::pair<Problem, Config>> pairs;
+  for (const Pin& p : pins)
+    pairs.emplace_back(p.problem, p.config);
+  dispatch::install_release(*this, dispatch::memory_release(op, device, pairs));
+}
+
+bool Dispatcher::has_release(const std::string& op, std::string* source) const {
+  std::lock_guard<std::mutex> g(impl_->mu); // install_release writes slots under it
+  const dispatch::ReleaseSlot* s = impl_->slot(op);
+  if (s && source) *source = s->release ? s->release->dir : "(invalid: " + s->load_error + ")";
+  return s != nullptr;
+}
+
+DeviceIdentity current_device() {
+  return dispatch::current_device();
+}
+
+Config default_config(const Problem& p, const std::string& arch) {
+  return find_operator(p.op).default_config(p, arch);
+}
+
+void require_operator(const std::string& op) {
+  find_operator(op);
+}
+
+} // namespace tp::ops

@@ -6,6 +6,19 @@
 //     buffer's shape give 0 and writes outside it are dropped (tile ops only; element
 //     loads/stores must be in bounds).
 //   - Integer division and modulo truncate toward zero.
+// The semantics below are the one both backends implement (the CPU interpreter and CUDA); each
+// rule has a differential test (tests/codegen/DifferentialCases.h, docs/semantics.md):
+//   - Tile ops touch exactly their regions: a region of a tile (`t.region(min, extent)`) reads
+//     or writes those elements and no others, whatever scope the tile lives in (a register
+//     fragment's other elements keep their values, the other side's elements are untouched).
+//   - Out of bounds of a buffer's shape, tile ops read 0 and drop writes and atomics.
+//   - Element accesses (Load, Store, AtomicAdd) must be in bounds; the interpreter reports a
+//     user error naming the buffer, CUDA does not check. A guarded access (under if_then, or on
+//     the side of a select that is not chosen) is never evaluated, so it may be out of bounds.
+//   - Buffers have 1 to kMaxRank dimensions (tiles: 1 to 3), checked where the tensor is made.
+//   - Shared memory written by one warp role and read by another (the warp-specialized
+//     producer and the consumers on sm_90a) is ordered by the compiler: when it cannot order
+//     such an access it does not warp-specialize (PlanPipeline.cpp says why in plan.reason).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -17,6 +30,9 @@
 #include "tilepilot/expr.h"
 
 namespace tp::ir {
+
+/// The most dimensions a buffer may have (element access, copies, the interpreter's indices).
+constexpr int kMaxRank = 8;
 
 #define TILEPILOT_IR_EXPRS(X)                                                                      \
   X(IntImm)                                                                                        \
@@ -59,7 +75,9 @@ enum class Scope : uint8_t {
   global,   // device memory; a kernel parameter
   shared,   // one copy per block
   fragment, // distributed over the block's threads (registers); element access only in parallel
-  local,    // per thread, the same value in every thread outside `parallel`
+  local,    // per thread, the same value in every thread outside `parallel`: on CUDA a
+            // per-thread array, and every op that writes it (copy, fill, reduce, a parallel
+            // loop that stores into it) runs all its elements in every thread
 };
 const char* scope_name(Scope s);
 
@@ -164,6 +182,8 @@ struct Call : ExprNode {
   static Expr make(CallOp op, std::vector<Expr> args);
 };
 
+/// cond ? a : b, lazily: only the chosen side is evaluated (per element inside parallel), so
+/// `select(i + 1 < n, A(i + 1), 0)` never reads A out of bounds.
 struct Select : ExprNode {
   static constexpr NodeKind node_kind = NodeKind::Select;
   Expr cond, a, b;
@@ -180,6 +200,7 @@ struct Cast : ExprNode {
 };
 
 /// One element of a buffer. Its dtype is the buffer's; arithmetic promotes f16/bf16 to f32.
+/// One index per dimension (any rank up to kMaxRank); out of bounds is an error (see above).
 struct Load : ExprNode {
   static constexpr NodeKind node_kind = NodeKind::Load;
   Buffer buffer;
@@ -289,7 +310,8 @@ struct IfThenElse : StmtNode {
   static Stmt make(Expr c, Stmt t, Stmt e, SourceLoc loc);
 };
 
-/// buffer[indices] = value (rounded to the buffer's dtype). Indices must be in bounds.
+/// buffer[indices] = value (rounded to the buffer's dtype). Indices must be in bounds (any rank
+/// up to kMaxRank). A store to a local tile inside `parallel` on CUDA runs in every thread.
 struct Store : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Store;
   Buffer buffer;
@@ -310,7 +332,9 @@ struct Allocate : StmtNode {
 };
 
 /// dst = src, element by element in row-major order of the squeezed extents, converting dtype.
-/// Out-of-bounds reads give 0, out-of-bounds writes are dropped.
+/// Out-of-bounds reads give 0, out-of-bounds writes are dropped. Exactly the two regions are
+/// read and written: copying a region of a register fragment writes only the region's
+/// elements to dst (and copying into a fragment region leaves its other elements as they were).
 struct Copy : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Copy;
   Region src, dst;
@@ -321,6 +345,8 @@ struct Copy : StmtNode {
 
 /// c (+)= op(a) * op(b), op = transpose when trans_*; products accumulate in c's dtype (f32).
 /// a is [M, K] ([K, M] when trans_a), b is [K, N] ([N, K] when trans_b), c is [M, N].
+/// Out-of-bounds operand elements read 0 and out-of-bounds c elements are not written. Float
+/// sums are computed in a different order per backend: results agree to a tolerance.
 struct Gemm : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Gemm;
   Region a, b, c;
@@ -332,7 +358,8 @@ struct Gemm : StmtNode {
                    SourceLoc loc);
 };
 
-/// Every element of dst (in bounds) = value.
+/// Every element of dst (in bounds) = value; elements of dst's buffer outside the region keep
+/// their values (also for a region of a register fragment).
 struct Fill : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Fill;
   Region dst;
@@ -346,7 +373,8 @@ enum class ReduceOp : uint8_t { max, min, sum, absmax };
 const char* reduce_op_name(ReduceOp op);
 
 /// dst = reduce(src along dim), dst's shape is src's without dim. Without clear, the result is
-/// combined with dst's previous contents.
+/// combined with dst's previous contents. Whole buffers only; sums run in f32 on CUDA (in
+/// double on the interpreter, rounded at the store), so float results agree to a tolerance.
 struct Reduce : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Reduce;
   ReduceOp op;
@@ -359,7 +387,9 @@ struct Reduce : StmtNode {
   static Stmt make(ReduceOp op, Buffer src, Buffer dst, int dim, bool clear, SourceLoc loc);
 };
 
-/// buffer[indices] += value, atomically with respect to other blocks.
+/// buffer[indices] += value, atomically with respect to other blocks. The indices must be in
+/// bounds. The tile form atomic_add(dst box, tile) is sugar: a parallel loop of these, each
+/// under a bounds guard, so out-of-bounds elements of the global side are dropped.
 struct AtomicAdd : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::AtomicAdd;
   Buffer buffer;

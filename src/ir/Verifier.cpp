@@ -19,7 +19,12 @@ public:
     for (const Buffer& p : k.params)
       for (const Expr& st : p->strides)
         bound_.insert(as<Variable>(st)->uid);
-    for (const Buffer& p : k.params) live_.push_back({p->uid});
+    for (const Buffer& p : k.params) {
+      if (p->rank() > kMaxRank)
+        user_error(k.loc) << "kernel '" << k.name << "': tensor '" << p->name << "' has "
+                          << p->rank() << " dimensions; tensors have at most " << kMaxRank;
+      live_.push_back({p->uid});
+    }
     live_.push_back({});
   }
 

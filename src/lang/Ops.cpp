@@ -352,7 +352,19 @@ void atomic_add(const Operand& dst, const Tile& src, Loc l) {
     for (size_t dd = 0; dd < d.extent.size(); ++dd)
       di.push_back(d.extent[dd] == 1 ? d.min[dd] : d.min[dd] + v[tile_dims[k++]]);
     std::vector<Expr> si(v.begin(), v.end());
-    atomic_add(ElemRef(d.buffer, di, l), Expr(ElemRef(src.buffer(), si, l)), l);
+    // Out-of-bounds elements of the destination are dropped (the copy rule), on every backend:
+    // the guard is part of the IR, not of a backend's lowering.
+    Expr in;
+    for (size_t dd = 0; dd < di.size(); ++dd) {
+      Expr c = di[dd] < d.buffer->shape[dd];
+      if (!(di[dd].as_int() && *di[dd].as_int() >= 0)) c = di[dd] >= 0 && c;
+      in = in.defined() ? (in && c) : c;
+    }
+    auto add = [&] { atomic_add(ElemRef(d.buffer, di, l), Expr(ElemRef(src.buffer(), si, l)), l); };
+    if (in.as_int() && *in.as_int() != 0)
+      add(); // in bounds by construction
+    else
+      if_then(in, add, l);
   };
   parallel_n(ext, ext.size(), body, l);
 }

@@ -52,6 +52,10 @@ ElemRef& ElemRef::operator*=(const Expr& v) { return *this = Expr(*this) * v; }
 Tensor::Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc l) {
   SourceLoc loc = to_loc(l);
   if (shape.empty()) user_error(loc) << "tensor '" << name << "' has no dimensions";
+  if (shape.size() > static_cast<size_t>(ir::kMaxRank))
+    user_error(loc) << "tensor '" << name << "' has " << shape.size()
+                    << " dimensions; tensors have at most " << ir::kMaxRank
+                    << " (merge dimensions that are contiguous)";
   for (const Expr& e : shape) {
     bool ok = e.defined() && (e.as_int() ? *e.as_int() > 0 : ir::as<ir::Variable>(e) != nullptr);
     if (!ok)

@@ -21,16 +21,21 @@ int64_t Problem::get(const std::string& k, int64_t dflt) const {
 
 std::string Problem::shape_str() const {
   std::string s;
-  for (const auto& [k, v] : shape) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  for (const auto& [k, v] : options) s += (s.empty() ? "" : ",") + k + "=" + v;
+  for (const auto& [k, v] : shape)
+    s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  for (const auto& [k, v] : options)
+    s += (s.empty() ? "" : ",") + k + "=" + v;
   return s;
 }
 
 std::pair<double, double> Operator::tolerance(DType t) const {
   switch (t) {
-  case DType::bf16: return {2e-2, 2e-2};
-  case DType::f16: return {1e-2, 1e-2};
-  default: return {1e-4, 1e-4};
+  case DType::bf16:
+    return {2e-2, 2e-2};
+  case DType::f16:
+    return {1e-2, 1e-2};
+  default:
+    return {1e-4, 1e-4};
   }
 }
 
@@ -38,7 +43,8 @@ const Operator& find_operator(const std::string& name) {
   for (const Operator* op : all_operators())
     if (op->name() == name) return *op;
   std::string known;
-  for (const Operator* op : all_operators()) known += (known.empty() ? "" : ", ") + op->name();
+  for (const Operator* op : all_operators())
+    known += (known.empty() ? "" : ", ") + op->name();
   user_error() << "unknown operator '" << name << "'; known operators: " << known;
   std::abort();
 }
@@ -81,9 +87,15 @@ Config parse_config(const std::string& text) {
   return c;
 }
 
+Problem parse_problem(const std::string& op, const std::map<std::string, std::string>& kv,
+                      DType dtype) {
+  return find_operator(op).parse(kv, dtype);
+}
+
 std::string config_str(const Config& c) {
   std::string s;
-  for (const auto& [k, v] : c) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  for (const auto& [k, v] : c)
+    s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
   return s;
 }
 

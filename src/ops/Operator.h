@@ -9,26 +9,10 @@
 #include <vector>
 
 #include "tilepilot/lang.h"
+#include "tilepilot/problem.h"
 #include "tilepilot/tensor.h"
 
 namespace tp::ops {
-
-/// Integer tuning knobs: tile sizes, stages, threads, ...
-using Config = std::map<std::string, int64_t>;
-
-/// One problem instance: shape keys (M, N, K or B, H, S, D, ...), dtype and string options
-/// (gemm layout, attention per-batch key lengths).
-struct Problem {
-  std::string op;
-  std::map<std::string, int64_t> shape;
-  DType dtype = DType::bf16;
-  std::map<std::string, std::string> options;
-
-  int64_t at(const std::string& k) const;
-  int64_t get(const std::string& k, int64_t dflt) const;
-  /// "M=77,N=45,K=133" (shape keys, then options), stable order.
-  std::string shape_str() const;
-};
 
 /// A description of a config knob for `tilepilot ops` and the tuner.
 struct Knob {
@@ -82,6 +66,5 @@ std::vector<const Operator*> all_operators();
 /// Parses "k=v,k=v" into pairs; user error on malformed text.
 std::map<std::string, std::string> parse_kv(const std::string& text, const char* what);
 Config parse_config(const std::string& text);
-std::string config_str(const Config& c);
 
 } // namespace tp::ops

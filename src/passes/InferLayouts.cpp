@@ -305,6 +305,8 @@ std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
       if (info.in_registers(b))
         os << "registers " << info.fragment(b).str() << ", " << info.fragment(b).regs_per_thread()
            << " per thread";
+      else if (b->scope == Scope::local)
+        os << "local: a per-thread array of " << b->const_elements() << " elements";
       else
         os << "shared " << info.shared_layout(b).str()
            << (b->scope == Scope::fragment ? " (fragment kept in shared memory)" : "");

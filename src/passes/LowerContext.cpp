@@ -168,6 +168,14 @@ ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::
                        trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial, 1, b, {});
 }
 
+ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
+                     const std::function<ir::Stmt(Expr)>& body) {
+  if (!every_thread) return strided_for(cx, n, body);
+  Var e("le");
+  return ir::For::make(e, Expr(0), Expr(n), n <= 16 ? ir::ForKind::unrolled : ir::ForKind::serial,
+                       1, body(e), {});
+}
+
 namespace {
 class Substitute : public ir::IRMutator {
 public:

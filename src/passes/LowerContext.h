@@ -89,6 +89,10 @@ ir::Stmt serial_for(const Var& v, Expr min, Expr extent, ir::Stmt body);
 ir::Stmt if_then(Expr c, ir::Stmt t, ir::Stmt e = ir::Stmt());
 /// for (e = tid; e < n; e += threads): body(e). A cooperative loop over n work items.
 ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body);
+/// A loop over n work items: cooperative (strided_for), or every item in every thread when
+/// `every_thread` (ops that write a local tile, which each thread holds whole).
+ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
+                     const std::function<ir::Stmt(Expr)>& body);
 /// Replaces variables by expressions.
 Expr substitute(const Expr& e, const std::map<uint64_t, Expr>& m);
 ir::Stmt substitute(const ir::Stmt& s, const std::map<uint64_t, Expr>& m);

@@ -35,8 +35,12 @@ std::vector<Expr> place(const LowerContext& cx, const ir::Region& r, const std::
 Expr read(const LowerContext& cx, const ir::Region& r, const std::vector<Expr>& c) {
   std::vector<Expr> idx = place(cx, r, c);
   Expr v = cx.load(r.buffer, idx);
-  if (r.buffer->scope == Scope::global)
-    v = ir::Select::make(cx.global_in_bounds(r.buffer, idx), v, Expr(0.0));
+  if (r.buffer->scope == Scope::global) {
+    // The zero must have the element's kind: a float 0.0 would turn an integer copy into a
+    // float one, rounding every word above 2^24.
+    Expr zero = is_float(r.buffer->dtype) ? Expr(0.0) : Expr(0);
+    v = ir::Select::make(cx.global_in_bounds(r.buffer, idx), v, zero);
+  }
   return v;
 }
 
@@ -52,6 +56,33 @@ ir::Stmt write(const LowerContext& cx, const ir::Region& r, const std::vector<Ex
 std::vector<Expr> coords(const LowerContext& cx, const FragmentLayout& l, const Expr& r) {
   if (l.kind == FragmentLayout::Kind::rows) return {l.row(cx.tid, r)};
   return {l.row(cx.tid, r), l.col(cx.tid, r)};
+}
+
+/// Is r a whole tile (tensors are never whole: their shapes are symbolic)?
+bool is_whole(const ir::Region& r) {
+  if (r.buffer->scope == Scope::global || r.extent != r.buffer->const_shape()) return false;
+  for (const Expr& m : r.min)
+    if (!m.as_int() || *m.as_int() != 0) return false;
+  return true;
+}
+
+/// A register's place in a region of its fragment: whether the register's element lies in the
+/// region, and its squeezed coordinates within the region (the copy's coordinates). A thread
+/// holds registers inside and outside any region, so region copies guard each register.
+struct InRegion {
+  Expr inside;
+  std::vector<Expr> coords;
+};
+InRegion in_region(const LowerContext& cx, const ir::Region& r, const std::vector<Expr>& fc) {
+  internal_assert(fc.size() == r.extent.size()) << "fragment coordinates of " << r.buffer->name;
+  InRegion out;
+  for (size_t d = 0; d < fc.size(); ++d) {
+    Expr rel = fc[d] - lower_expr(cx, r.min[d]);
+    Expr c = rel >= 0 && rel < Expr(r.extent[d]);
+    out.inside = out.inside.defined() ? (out.inside && c) : c;
+    if (r.extent[d] != 1) out.coords.push_back(rel);
+  }
+  return out;
 }
 
 /// 16-byte vector copy global -> shared for 16-bit tiles whose rows are whole vectors, with an
@@ -132,28 +163,61 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   const Buffer &S = src.buffer, &D = dst.buffer;
   bool sreg = cx.layouts.in_registers(S), dreg = cx.layouts.in_registers(D);
   Var r("r");
+  const bool swhole = is_whole(src), dwhole = is_whole(dst);
+  if (D->scope == Scope::local && sreg)
+    user_error(op->loc) << "copy from register fragment '" << S->name << "' to local tile '"
+                        << D->name << "': every thread holds all of a local tile but only some "
+                        << "of the fragment; copy the fragment through a shared tile";
   if (sreg && dreg) {
     const FragmentLayout &ls = cx.layouts.fragment(S), &ld = cx.layouts.fragment(D);
     if (!ls.same_as(ld))
       user_error(op->loc) << "copy from fragment '" << S->name << "' (" << ls.str() << ") to '"
                           << D->name << "' (" << ld.str()
                           << "): the register layouts differ; copy through a shared tile";
-    return unrolled_for(r, ls.regs_per_thread(),
-                        ir::Store::make(cx.reg(D), ls.reg_index(r),
-                                        ir::Load::make(cx.reg(S), ls.reg_index(r)), {}));
+    ir::Stmt s =
+        ir::Store::make(cx.reg(D), ls.reg_index(r), ir::Load::make(cx.reg(S), ls.reg_index(r)), {});
+    if (!swhole || !dwhole) {
+      // Register to register moves stay within a thread: only a region at the same place in
+      // both fragments can be copied that way.
+      bool same = src.extent == dst.extent;
+      for (size_t d = 0; same && d < src.min.size(); ++d)
+        same = src.min[d].as_int() && dst.min[d].as_int() &&
+               *src.min[d].as_int() == *dst.min[d].as_int();
+      if (!same)
+        user_error(op->loc) << "copy of a region of register fragment '" << S->name
+                            << "' to a different region of '" << D->name
+                            << "': that moves elements between threads; copy through a shared "
+                               "tile";
+      s = if_then(in_region(cx, src, coords(cx, ls, r)).inside, s);
+    }
+    return unrolled_for(r, ls.regs_per_thread(), s);
   }
-  if (sreg && paired_store_applies(cx, op)) return paired_store(cx, op);
+  if (sreg && swhole && paired_store_applies(cx, op)) return paired_store(cx, op);
   if (sreg) {
     const FragmentLayout& l = cx.layouts.fragment(S);
-    ir::Stmt s = write(cx, dst, coords(cx, l, r), ir::Load::make(cx.reg(S), l.reg_index(r)));
+    Expr v = ir::Load::make(cx.reg(S), l.reg_index(r));
+    ir::Stmt s;
+    if (swhole) {
+      s = write(cx, dst, coords(cx, l, r), v);
+    } else {
+      // Exactly the region: registers outside it are not stored.
+      InRegion in = in_region(cx, src, coords(cx, l, r));
+      s = if_then(in.inside, write(cx, dst, in.coords, v));
+    }
     if (l.kind == FragmentLayout::Kind::rows) s = if_then(cx.tid % 4 == 0, s);
     return unrolled_for(r, l.regs_per_thread(), s);
   }
   if (dreg) {
     const FragmentLayout& l = cx.layouts.fragment(D);
-    return unrolled_for(
-        r, l.regs_per_thread(),
-        ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
+    if (dwhole)
+      return unrolled_for(
+          r, l.regs_per_thread(),
+          ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
+    // Exactly the region: registers outside it keep their values.
+    InRegion in = in_region(cx, dst, coords(cx, l, r));
+    return unrolled_for(r, l.regs_per_thread(),
+                        if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
+                                                           read(cx, src, in.coords), {})));
   }
   // Memory to memory.
   std::vector<int64_t> ext;
@@ -167,7 +231,8 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   int64_t n = 1;
   for (int64_t e : ext)
     n *= e;
-  return strided_for(cx, n, [&](Expr e) {
+  // Into a local tile: every thread holds all of it, so every thread copies every element.
+  return element_for(cx, n, D->scope == Scope::local, [&](Expr e) {
     std::vector<Expr> c(ext.size());
     int64_t stride = 1;
     for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
@@ -184,8 +249,10 @@ ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op) {
   Var r("r");
   if (cx.layouts.in_registers(dst.buffer)) {
     const FragmentLayout& l = cx.layouts.fragment(dst.buffer);
-    return unrolled_for(r, l.regs_per_thread(),
-                        ir::Store::make(cx.reg(dst.buffer), l.reg_index(r), v, {}));
+    ir::Stmt s = ir::Store::make(cx.reg(dst.buffer), l.reg_index(r), v, {});
+    // A region of the fragment: registers outside it keep their values.
+    if (!is_whole(dst)) s = if_then(in_region(cx, dst, coords(cx, l, r)).inside, s);
+    return unrolled_for(r, l.regs_per_thread(), s);
   }
   std::vector<int64_t> ext;
   for (int d : nonunit(dst.extent))
@@ -193,7 +260,7 @@ ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op) {
   int64_t n = 1;
   for (int64_t e : ext)
     n *= e;
-  return strided_for(cx, n, [&](Expr e) {
+  return element_for(cx, n, dst.buffer->scope == Scope::local, [&](Expr e) {
     std::vector<Expr> c(ext.size());
     int64_t stride = 1;
     for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {

@@ -207,7 +207,8 @@ ir::Stmt lower_simt_gemm(LowerContext& cx, const ir::Gemm* op) {
     std::vector<Expr> idx = {lower_expr(cx, r.min[0]) + x, lower_expr(cx, r.min[1]) + y};
     return cx.load(r.buffer, idx);
   };
-  return strided_for(cx, M * N, [&](Expr e) {
+  // A local accumulator is whole in every thread: every thread computes all of it.
+  return element_for(cx, M * N, op->c.buffer->scope == Scope::local, [&](Expr e) {
     Var i("gi"), j("gj"), k("gk");
     Expr a = op->trans_a ? at(op->a, k, i) : at(op->a, i, k);
     Expr b = op->trans_b ? at(op->b, j, k) : at(op->b, k, j);

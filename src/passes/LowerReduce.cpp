@@ -38,6 +38,10 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
   Var r("r"), q("q"), j("rj");
   if (cx.layouts.in_registers(src)) {
     const FragmentLayout& ls = cx.layouts.fragment(src);
+    if (dst->scope == Scope::local)
+      user_error(op->loc) << "reduce of register fragment '" << src->name << "' into local tile '"
+                          << dst->name << "': each thread holds only some rows of the fragment "
+                          << "but all of a local tile; reduce into a fragment or a shared tile";
     if (op->dim != 1 || ls.kind == FragmentLayout::Kind::rows || !ls.rows_within_quad())
       user_error(op->loc) << "reduce of register fragment '" << src->name << "' (" << ls.str()
                           << ") along dim " << op->dim
@@ -102,7 +106,8 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
   std::vector<int64_t> ds = dst->const_shape();
   int64_t total = 1;
   for (int64_t e : ds) total *= e;
-  return strided_for(cx, total, [&](Expr e) {
+  // Into a local tile: every thread folds every output element (each holds the whole tile).
+  return element_for(cx, total, dst->scope == Scope::local, [&](Expr e) {
     std::vector<Expr> idx(ds.size());
     int64_t stride = 1;
     for (int d = static_cast<int>(ds.size()) - 1; d >= 0; --d) {

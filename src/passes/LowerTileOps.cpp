@@ -89,19 +89,22 @@ protected:
                           << "and i32 atomics; accumulate into an f32 tensor";
     ir::Stmt s = call("tp.atomic_add", {flat, v}, {b});
     if (view_ && view_->rows_anchor) s = if_then(cx_.tid % 4 == 0, s);
+    // A loop that every thread runs whole (it writes a local tile): the atomic once per element.
+    if (every_thread_) s = if_then(cx_.tid == 0, s);
     return s;
   }
 
   const LowerContext& cx_;
   const RegisterView* view_;
   SourceLoc loc_;
+  bool every_thread_ = false;
 };
 
 /// Fragment accesses of a parallel body: the register-resident anchor, if any.
 class FindAnchor : public ir::IRVisitor {
 public:
   FindAnchor(const LowerContext& cx, const ir::Parallel* p) : cx_(cx), p_(p) {}
-  Buffer anchor, any_register;
+  Buffer anchor, any_register, local_written;
 
 public:
   using IRVisitor::visit;
@@ -121,6 +124,7 @@ protected:
   }
   void visit(const ir::Store* op) override {
     look(op->buffer, op->indices);
+    if (op->buffer->scope == Scope::local && !local_written) local_written = op->buffer;
     IRVisitor::visit(op);
   }
 
@@ -136,6 +140,12 @@ public:
   ir::Stmt lower_parallel(const ir::Parallel* p) {
     FindAnchor fa(cx_, p);
     fa.visit(p->body);
+    if (fa.anchor && fa.local_written)
+      user_error(p->loc) << "parallel loop over register fragment '" << fa.anchor->name
+                         << "' stores into local tile '" << fa.local_written->name
+                         << "': each thread runs only its own elements of the fragment, but a "
+                            "local tile must hold the same values in every thread; store into a "
+                            "fragment or shared tile instead";
     if (fa.anchor) {
       const FragmentLayout& l = cx_.layouts.fragment(fa.anchor);
       RegisterView view;
@@ -161,8 +171,14 @@ public:
     int64_t n = 1;
     for (int64_t e : p->extents)
       n *= e;
+    // A loop that stores into a local tile runs whole in every thread, so that every thread's
+    // copy of the tile gets every element (other stores then write the same value from every
+    // thread; atomics are issued by thread 0 only).
+    const bool every_thread = fa.local_written != nullptr;
+    every_thread_ = every_thread;
     ir::Stmt body = mutate(p->body);
-    return strided_for(cx_, n, [&](Expr e) {
+    every_thread_ = false;
+    return element_for(cx_, n, every_thread, [&](Expr e) {
       ir::Stmt b = body;
       std::vector<Expr> vals(p->vars.size());
       int64_t stride = 1;

@@ -137,6 +137,43 @@ bool plan_producer_lets(const ir::KernelNode& k, const std::vector<ir::Stmt>& to
          pick(top, loop_at, plan.producer_lets);
 }
 
+/// The first buffer that the producer would read but the consumers write, or null. The
+/// producer evaluates the loop's trip count and every TMA load's coordinates itself, running up
+/// to `stages` iterations ahead of the consumers, and never runs their statements. A shared
+/// tile the consumers fill (a grouped GEMM's group index staged in shared memory), a fragment
+/// or local tile (registers the producer's thread never computed), or a global tensor the
+/// kernel writes would be read unordered: wrong results seen on the H200. Ordering such a read
+/// would make the producer wait for the consumers, which is exactly what the schedule exists to
+/// avoid (and, with prologue loads the consumers wait for first, could deadlock), so the kernel
+/// is not warp-specialized and runs the plain pipelined loop, whose barriers order the accesses.
+ir::Buffer producer_reads_consumer_data(const ir::KernelNode& k, const PipelinePlan& plan) {
+  std::set<uint64_t> written;
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+    if (const auto* c = ir::as<ir::Copy>(s)) written.insert(c->dst.buffer->uid);
+    if (const auto* st = ir::as<ir::Store>(s)) written.insert(st->buffer->uid);
+    if (const auto* a = ir::as<ir::AtomicAdd>(s)) written.insert(a->buffer->uid);
+    if (const auto* f = ir::as<ir::Fill>(s)) written.insert(f->dst.buffer->uid);
+    if (const auto* g = ir::as<ir::Gemm>(s)) written.insert(g->c.buffer->uid);
+    if (const auto* r = ir::as<ir::Reduce>(s)) written.insert(r->dst->uid);
+  });
+  struct Loads : ir::IRVisitor {
+    using ir::IRVisitor::visit;
+    std::vector<ir::Buffer> read;
+    void visit(const ir::Load* l) override {
+      read.push_back(l->buffer);
+      ir::IRVisitor::visit(l);
+    }
+  } loads;
+  loads.visit(plan.loop->min);
+  loads.visit(plan.loop->extent);
+  for (const TmaLoad& l : plan.loads)
+    for (const Expr& m : l.copy->src.min)
+      loads.visit(m);
+  for (const ir::Buffer& b : loads.read)
+    if (b->scope != Scope::global || written.count(b->uid)) return b;
+  return nullptr;
+}
+
 /// A 2-CTA cluster along grid y (the "cluster" annotation): blocks (bx, 2c) and (bx, 2c+1) run
 /// together, and a loop load whose source tile does not depend on the y block index is the same
 /// in both, so each CTA loads half of its boxes and multicasts them. Only loads whose source
@@ -341,6 +378,15 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   });
   if (!ok) {
     plan.reason = "a staged tile is also written by the consumers";
+    plan.loads.clear();
+    plan.staged.clear();
+    return plan;
+  }
+  if (ir::Buffer b = producer_reads_consumer_data(k, plan)) {
+    plan.reason = std::string("the TMA producer would read ") + ir::scope_name(b->scope) + " '" +
+                  b->name + "' (in a load's coordinates or the trip count), which the " +
+                  (b->scope == Scope::global ? "kernel writes" : "consumers compute") +
+                  "; a producer runs ahead of the consumers, so that read cannot be ordered";
     plan.loads.clear();
     plan.staged.clear();
     return plan;

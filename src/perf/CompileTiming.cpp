@@ -25,6 +25,7 @@ CompileReport measure_compile(const ops::Operator& op, const ops::Problem& p, co
                       {"module_load", ct.module_load * 1e3}};
   for (const auto& [_, ms] : r.cold_phases_ms)
     r.cold_ms += ms;
+  r.cold_registers = ct.registers;
 
   cuda::CudaKernel warm(r.kernel, arch);
   cuda::CompileTimings wt = warm.prepare(args);

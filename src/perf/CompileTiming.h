@@ -20,6 +20,9 @@ struct CompileReport {
   /// module_load; in that order, milliseconds.
   std::vector<std::pair<std::string, double>> cold_phases_ms;
   double cold_ms = 0;
+  /// Registers per thread in ptxas' report of the cold compile: a real compile always has one;
+  /// -1 would mean NVRTC answered from a cache of its own and ptxas never ran.
+  int cold_registers = -1;
   double warm_ms = 0;
   std::vector<std::pair<std::string, double>> warm_phases_ms; // passes+codegen, lookup
   bool warm_cache_hit = false; // false would mean the warm path compiled (cache not writable)

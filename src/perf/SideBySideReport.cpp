@@ -61,6 +61,7 @@ json to_json(const SideBySide& s, const ops::Problem& p, const rt::TimingOptions
   if (s.compile)
     j["compile"] = {{"cold_ms", s.compile->cold_ms},
                     {"cold_phases_ms", phases_json(s.compile->cold_phases_ms)},
+                    {"cold_registers", s.compile->cold_registers},
                     {"warm_ms", s.compile->warm_ms},
                     {"warm_phases_ms", phases_json(s.compile->warm_phases_ms)},
                     {"warm_cache_hit", s.compile->warm_cache_hit}};

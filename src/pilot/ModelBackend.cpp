@@ -103,7 +103,8 @@ void add_model_hook(Backends& b) {
       if (lp.second.op == op.name()) mine.push_back(lp);
     std::vector<std::string> notes;
     auto pins = model_pins(mine, configs, &notes);
-    o.pins.push_back(dispatch::memory_release(op.name(), dispatch::current_device(), pins));
+    for (auto& [problem, config] : pins)
+      o.pins[op.name()].push_back({problem, config});
     o.ops = {op.name()};
     o.runs = runs;
     o.warmup = warmup;

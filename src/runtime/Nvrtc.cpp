@@ -39,6 +39,14 @@ struct Nvrtc {
   int major = 0, minor = 0;
 };
 
+/// NVRTC's own cache must be off before any library of the process loads NVRTC: cuBLASLt and
+/// cuDNN bring it in as a dependency, and it reads the setting when it is loaded. So it is set
+/// when this library's statics initialize, before main() (and again in load(), harmlessly).
+const bool kNvrtcCacheOff = [] {
+  setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/0);
+  return true;
+}();
+
 /// The loaded NVRTC, or nullopt with the reason; loaded once per process.
 const std::optional<Nvrtc>& load(std::string* why_not) {
   static std::optional<Nvrtc> nvrtc;

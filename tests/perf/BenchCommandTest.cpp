@@ -92,3 +92,20 @@ TEST(GpuBenchCommand, PoliciesChooseTheConfigAndSaySo) {
     EXPECT_EQ(j["config_choice"]["source"], expected) << j["config_choice"];
   }
 }
+
+// A fresh process with an empty TilePilot cache, and nothing set in its environment about
+// NVRTC's own cache: its cold compile must run ptxas (a register count in the report, and
+// NVRTC time of a real compile), even though cuBLASLt, which loads NVRTC too, runs first.
+TEST(GpuBenchCommand, ColdCompileInAFreshProcessRunsPtxas) {
+  if (tp::rt::device_count() == 0) GTEST_SKIP() << "no GPU";
+  const auto cache = std::filesystem::temp_directory_path() / "tilepilot-bench-cold-cache";
+  std::filesystem::remove_all(cache);
+  CliResult r =
+      tp::testing::run_cli("bench gemm --shape M=512,N=512,K=512 --runs 3 --warmup 1 --json",
+                           "env -u CUDA_CACHE_DISABLE TILEPILOT_CACHE_DIR=" + cache.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_GT(j["compile"]["cold_registers"].get<int>(), 0) << j["compile"];
+  double nvrtc_ms = j["compile"]["cold_phases_ms"]["nvrtc"].get<double>();
+  EXPECT_GT(nvrtc_ms, 150) << "a cache hit took 25-64 ms on the H200: " << j["compile"];
+}

@@ -1,5 +1,6 @@
 // Compiled expressions of the CPU interpreter: one evaluator class per IR expression kind,
 // vectorised over the lanes of a parallel loop.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -170,20 +171,60 @@ private:
 
 class SelectE : public CExpr {
 public:
-  SelectE(std::unique_ptr<CExpr> c, std::unique_ptr<CExpr> a, std::unique_ptr<CExpr> b)
-      : c_(std::move(c)), a_(std::move(a)), b_(std::move(b)) {}
+  SelectE(std::unique_ptr<CExpr> c, std::unique_ptr<CExpr> a, std::unique_ptr<CExpr> b,
+          bool a_loads, bool b_loads)
+      : c_(std::move(c)), a_(std::move(a)), b_(std::move(b)), loads_{a_loads, b_loads} {}
+  // Lazy, like ?: on the GPU: only the chosen side is evaluated, per lane; each side runs with
+  // the lanes that chose it active, so a load on the side not chosen is never performed.
   Val eval(Ctx& ctx) override {
-    Val k = c_->eval(ctx), x = a_->eval(ctx), y = b_->eval(ctx);
-    bool u = k.uniform && x.uniform && y.uniform;
-    if (k.uniform) return k.p[0] != 0 ? x : y;
-    double* o = out(ctx, u);
-    for (int i = 0; i < ctx.n; ++i) o[i] = k.p[i] != 0 ? x.at(i) : y.at(i);
+    Val k = c_->eval(ctx);
+    if (k.uniform) return k.p[0] != 0 ? a_->eval(ctx) : b_->eval(ctx);
+    std::vector<uint8_t> saved_mask = ctx.mask;
+    const bool saved_masked = ctx.masked;
+    Val side[2] = {{nullptr, true}, {nullptr, true}};
+    for (int s = 0; s < 2; ++s) {
+      // A side without loads cannot fail or differ: evaluate it for every lane, unmasked.
+      if (!loads_[s]) {
+        side[s] = (s == 0 ? a_ : b_)->eval(ctx);
+        continue;
+      }
+      std::vector<uint8_t> m(ctx.n);
+      bool any = false;
+      for (int i = 0; i < ctx.n; ++i) {
+        m[i] = (!saved_masked || saved_mask[i]) && ((k.p[i] != 0) == (s == 0));
+        any |= m[i] != 0;
+      }
+      if (!any) continue;
+      ctx.mask = std::move(m);
+      ctx.masked = true;
+      side[s] = (s == 0 ? a_ : b_)->eval(ctx);
+    }
+    ctx.mask = std::move(saved_mask);
+    ctx.masked = saved_masked;
+    double* o = out(ctx, false);
+    for (int i = 0; i < ctx.n; ++i) {
+      const Val& v = side[k.p[i] != 0 ? 0 : 1];
+      o[i] = v.p ? v.at(i) : 0.0;
+    }
     return {o, false};
   }
 
 private:
   std::unique_ptr<CExpr> c_, a_, b_;
+  bool loads_[2];
 };
+
+/// Does e read a buffer (the only expression that can fail on the interpreter)?
+bool has_load(const Expr& e) {
+  if (ir::as<ir::Load>(e)) return true;
+  if (const auto* b = ir::as<ir::Binary>(e)) return has_load(b->a) || has_load(b->b);
+  if (const auto* c = ir::as<ir::Call>(e))
+    return std::any_of(c->args.begin(), c->args.end(), [](const Expr& a) { return has_load(a); });
+  if (const auto* s = ir::as<ir::Select>(e))
+    return has_load(s->cond) || has_load(s->a) || has_load(s->b);
+  if (const auto* k = ir::as<ir::Cast>(e)) return has_load(k->value);
+  return !ir::as<ir::IntImm>(e) && !ir::as<ir::FloatImm>(e) && !ir::as<ir::Variable>(e);
+}
 
 class CastE : public CExpr {
 public:
@@ -214,7 +255,14 @@ public:
     }
     double* o = out(c, u);
     int n = u ? 1 : c.n;
-    int64_t idx[4];
+    // A uniform load under a mask with no active lane (the side of a select no lane chose)
+    // is not performed.
+    if (u && c.masked &&
+        std::none_of(c.mask.begin(), c.mask.begin() + c.n, [](uint8_t m) { return m; })) {
+      o[0] = 0;
+      return {o, u};
+    }
+    int64_t idx[ir::kMaxRank];
     for (int i = 0; i < n; ++i) {
       if (!u && !c.active(i)) {
         o[i] = 0;
@@ -265,13 +313,14 @@ std::unique_ptr<CExpr> compile_expr(const Expr& e, Layout& lay, const SourceLoc&
     r = std::make_unique<CallE>(c->op, compile_expr(c->args[0], lay, loc));
   } else if (const auto* s = ir::as<ir::Select>(e)) {
     r = std::make_unique<SelectE>(compile_expr(s->cond, lay, loc), compile_expr(s->a, lay, loc),
-                                  compile_expr(s->b, lay, loc));
+                                  compile_expr(s->b, lay, loc), has_load(s->a), has_load(s->b));
   } else if (const auto* k = ir::as<ir::Cast>(e)) {
     r = std::make_unique<CastE>(compile_expr(k->value, lay, loc));
   } else if (const auto* l = ir::as<ir::Load>(e)) {
     std::vector<std::unique_ptr<CExpr>> idx;
     for (const Expr& x : l->indices) idx.push_back(compile_expr(x, lay, loc));
-    internal_assert(idx.size() <= 4) << "more than 4 dimensions";
+    internal_assert(idx.size() <= static_cast<size_t>(ir::kMaxRank))
+        << "a load of '" << l->buffer->name << "' with " << idx.size() << " indices";
     r = std::make_unique<LoadE>(lay.buffer(l->buffer), std::move(idx), loc);
   } else {
     internal_assert(false) << "cannot interpret " << ir::node_kind_name(e->kind);

@@ -150,7 +150,7 @@ public:
     }
     Val v = value->eval(c);
     u = u && v.uniform;
-    int64_t ix[4];
+    int64_t ix[ir::kMaxRank];
     // A uniform store inside parallel writes the same element from every lane: the last wins,
     // and they all write the same value.
     int n = u ? 1 : c.n;
@@ -265,6 +265,8 @@ std::unique_ptr<CStmt> compile_stmt(const ir::Stmt& s, CompileEnv& env) {
   if (const auto* st = ir::as<ir::Store>(s)) {
     auto r = std::make_unique<StoreS>();
     r->slot = lay.buffer(st->buffer);
+    internal_assert(st->indices.size() <= static_cast<size_t>(ir::kMaxRank))
+        << "a store to '" << st->buffer->name << "' with " << st->indices.size() << " indices";
     for (const Expr& e : st->indices) r->idx.push_back(compile_expr(e, lay, loc));
     r->value = compile_expr(st->value, lay, loc);
     r->loc = loc;
@@ -273,6 +275,9 @@ std::unique_ptr<CStmt> compile_stmt(const ir::Stmt& s, CompileEnv& env) {
   if (const auto* at = ir::as<ir::AtomicAdd>(s)) {
     auto r = std::make_unique<StoreS>();
     r->slot = lay.buffer(at->buffer);
+    internal_assert(at->indices.size() <= static_cast<size_t>(ir::kMaxRank))
+        << "an atomic_add to '" << at->buffer->name << "' with " << at->indices.size()
+        << " indices";
     for (const Expr& e : at->indices) r->idx.push_back(compile_expr(e, lay, loc));
     r->value = compile_expr(at->value, lay, loc);
     r->atomic = true;

@@ -8,6 +8,7 @@
 #include "ir/ArgBinding.h"
 #include "runtime/Driver.h"
 #include "runtime/Launch.h"
+#include "runtime/ResourceUsage.h"
 
 namespace tp::cuda {
 
@@ -97,6 +98,7 @@ CudaKernel::Variant& CudaKernel::variant(bool tma) {
   v.timings.module_load = v.jit.module_load_seconds;
   v.timings.lookup = v.jit.lookup_seconds;
   v.timings.cache_hit = v.jit.cache_hit;
+  v.timings.registers = rt::resource_usage(v.jit.compiled.log, v.lowered->entry).registers;
   v.ready = true;
   return v;
 }

@@ -31,6 +31,7 @@ struct CompileTimings {
   double module_load = 0; // cuModuleLoadData + cuModuleGetFunction
   double lookup = 0;      // cache lookups
   bool cache_hit = false;
+  int registers = -1; // per thread, from ptxas' report (-1: the log did not say)
   double total() const { return passes + nvrtc + module_load + lookup; }
 };
 

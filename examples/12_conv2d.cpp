@@ -1,0 +1,204 @@
+// Lesson 12: 2-D convolution as an implicit GEMM. X is NHWC [batch, H, W, C], the filter is
+// [KH * KW * C, F] (row (kh KW + kw) C + c), Y is [P, F] with P = batch OH OW (NHWC flattened).
+// Y = im2col(X) Wt, where im2col is never stored: each K step gathers its bm x bk patch of
+// im2col(X) straight into the shared A tile, zero where the window hangs over the padding,
+// and the rest is lesson 7's GEMM. Sizes other than the batch are compile-time constants.
+// Teaches: a gathered (computed-index) tile load, select for padding, decomposing flat indices.
+// Run: build/example_12_conv2d         CPU interpreter, 2 x 9 x 11 x 8 -> 13 filters, 3 x 3,
+//                                      stride 2, pad 1
+//      build/example_12_conv2d --gpu   H200: 128 x 64 x 64 x 128 -> 128, 3 x 3, stride 1, pad 1
+//      build/example_12_conv2d --compile  no GPU: NVRTC for sm_90a, ptxas resources
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <tilepilot/tilepilot.h>
+
+using namespace tp;
+
+namespace {
+
+struct Conv {
+  int64_t H, W, C, F, KH, KW, stride, pad;
+  int64_t OH() const { return (H + 2 * pad - KH) / stride + 1; }
+  int64_t OW() const { return (W + 2 * pad - KW) / stride + 1; }
+  int64_t K() const { return KH * KW * C; }
+};
+
+struct GemmConfig {
+  int64_t bm, bn, bk;
+  int stages, threads;
+};
+
+Kernel conv2d(const Conv& v, const GemmConfig& c) {
+  Dim Nb("batch"), P("P");
+  const int64_t OH = v.OH(), OW = v.OW(), K = v.K();
+  Tensor X("X", {Nb, v.H, v.W, v.C}, bf16), Wt("Wt", {K, v.F}, bf16), Y("Y", {P, v.F}, bf16);
+  auto body = [&](Var bx, Var by) {
+    Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
+    Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      parallel({c.bm, c.bk}, [&](Var i, Var j) {
+        Expr p = by * c.bm + i, kk = k * c.bk + j; // output pixel, im2col column
+        Expr n = p / (OH * OW), oh = p / OW % OH, ow = p % OW;
+        Expr kh = kk / (v.KW * v.C), kw = kk / v.C % v.KW, ch = kk % v.C;
+        Expr ih = oh * v.stride + kh - v.pad, iw = ow * v.stride + kw - v.pad;
+        Expr ok = p < P && kk < K && ih >= 0 && ih < v.H && iw >= 0 && iw < v.W;
+        // later: with a lazy select the load needs no clamping: only `ok` elements are read.
+        auto clamp = [](const Expr& x, int64_t hi) { return max(min(x, hi - 1), 0); };
+        Expr x = X(min(n, Nb - 1), clamp(ih, v.H), clamp(iw, v.W), ch);
+        As(i, j) = select(ok, x, cast(bf16, 0.0));
+      });
+      copy(Wt.tile(k * c.bk, bx * c.bn), Bs);
+      gemm(As, Bs, acc);
+    });
+    copy(acc, Y.tile(by * c.bm, bx * c.bn));
+  };
+  return kernel("conv2d", {X, Wt, Y}, grid(ceildiv(v.F, c.bn), ceildiv(P, c.bm)),
+                threads(c.threads), body);
+}
+
+// |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.
+bool check(const char* what, const HostTensor& got,
+           const std::vector<std::pair<int64_t, double>>& want, double atol, double rtol) {
+  double max_err = 0, bad_got = 0, bad_want = 0;
+  int64_t bad = 0, bad_at = -1;
+  for (const auto& [i, w] : want) {
+    double g = got.get(i), err = std::fabs(g - w);
+    if (!(err <= atol + rtol * std::fabs(w)) && bad++ == 0) bad_at = i, bad_got = g, bad_want = w;
+    if (err > max_err) max_err = err;
+  }
+  std::printf("%s: %zu elements checked (atol %g, rtol %g), max error %.3g: ", what, want.size(),
+              atol, rtol, max_err);
+  if (bad == 0)
+    std::printf("pass\n");
+  else
+    std::printf("FAIL, %lld wrong, the first at flat index %lld: %g, want %g\n", (long long)bad,
+                (long long)bad_at, bad_got, bad_want);
+  return bad == 0;
+}
+
+// Napkin math of a memory-bound kernel: bytes read once and written once, against the
+// device-to-device copy bandwidth measured in this run.
+void report_bytes(const TimeResult& t, double bytes) {
+  double tbs = bytes / (t.median_ms * 1e-3) / 1e12, copy_tbs = measure_copy_bandwidth() / 1e3;
+  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.0f MB moved, %.2f TB/s = %.0f %% of "
+              "the %.2f TB/s device-to-device copy\n",
+              t.median_ms, t.samples_ms.size(), bytes / 1e6, tbs, 100 * tbs / copy_tbs, copy_tbs);
+}
+
+// Napkin math of a compute-bound kernel, against the H200's stated bf16 dense peak.
+void report_flops(const TimeResult& t, double flops) {
+  const double peak = 989; // TFLOP/s, H200 SXM bf16 dense tensor cores
+  double tf = flops / (t.median_ms * 1e-3) / 1e12;
+  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.1f GFLOP, %.0f TFLOP/s = %.0f %% of "
+              "the %.0f TFLOP/s bf16 peak\n",
+              t.median_ms, t.samples_ms.size(), flops / 1e9, tf, 100 * tf / peak, peak);
+}
+
+// Y[p, f] in fp64 for the given flat indices of Y, straight from the definition.
+std::vector<std::pair<int64_t, double>>
+reference(const Conv& v, const HostTensor& x, const HostTensor& w, const std::vector<int64_t>& at) {
+  std::vector<std::pair<int64_t, double>> want;
+  for (int64_t i : at) {
+    int64_t p = i / v.F, f = i % v.F, n = p / (v.OH() * v.OW()), oh = p / v.OW() % v.OH(),
+            ow = p % v.OW();
+    double s = 0;
+    for (int64_t kh = 0; kh < v.KH; ++kh)
+      for (int64_t kw = 0; kw < v.KW; ++kw) {
+        int64_t ih = oh * v.stride + kh - v.pad, iw = ow * v.stride + kw - v.pad;
+        if (ih < 0 || ih >= v.H || iw < 0 || iw >= v.W) continue;
+        for (int64_t c = 0; c < v.C; ++c)
+          s += x.get(((n * v.H + ih) * v.W + iw) * v.C + c) *
+               w.get(((kh * v.KW + kw) * v.C + c) * v.F + f);
+      }
+    want.emplace_back(i, s);
+  }
+  return want;
+}
+
+// Y rounds once to bf16 (2^-8 relative); f32 accumulation of K products adds ~K 2^-24.
+constexpr double kAtol = 2e-3, kRtol = 1.0 / 128;
+
+bool run_cpu() {
+  const Conv v{9, 11, 8, 13, 3, 3, 2, 1};
+  const int64_t Nb = 2, P = Nb * v.OH() * v.OW();
+  HostTensor x(bf16, {Nb, v.H, v.W, v.C}), w(bf16, {v.K(), v.F}), y(bf16, {P, v.F});
+  x.fill_random(1);
+  w.fill_random(2);
+  y.poison();
+  interpret(conv2d(v, {32, 16, 32, 2, 128}), {x, w, y});
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < P * v.F; ++i)
+    all.push_back(i);
+  return check("CPU 2 x 9 x 11 x 8, 3 x 3 / 2", y, reference(v, x, w, all), kAtol, kRtol);
+}
+
+const Conv kGpuConv{64, 64, 128, 128, 3, 3, 1, 1};
+
+// The kernels --gpu runs, in their GPU config.
+std::vector<Kernel> gpu_kernels() {
+  return {conv2d(kGpuConv, {128, 128, 64, 2, 256})};
+}
+
+bool run_gpu() {
+  const Conv& v = kGpuConv;
+  const int64_t Nb = 128, P = Nb * v.OH() * v.OW();
+  CompiledKernel ck = compile(gpu_kernels()[0]);
+  HostTensor x(bf16, {Nb, v.H, v.W, v.C}), w(bf16, {v.K(), v.F});
+  x.fill_random(1);
+  w.fill_random(2);
+  DeviceArray dx = DeviceArray::from(x), dw = DeviceArray::from(w), dy(bf16, {P, v.F});
+  dy.fill_bytes(0xff);
+  std::vector<Arg> args = {dx, dw, dy};
+  ck.launch(args);
+  synchronize();
+  std::vector<int64_t> sample = {0, P * v.F - 1};
+  for (int64_t s = 0; s < 254; ++s)
+    sample.push_back((s * 2654435761LL) % (P * v.F));
+  bool ok = check("GPU 128 x 64 x 64 x 128 (256 samples)", dy.to_host(), reference(v, x, w, sample),
+                  kAtol, kRtol);
+  report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * P * v.F * v.K());
+  return ok;
+}
+
+} // namespace
+
+// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
+// GPU, and prints what ptxas reports.
+bool compile_only() {
+  for (const Kernel& k : gpu_kernels()) {
+    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
+    Resources r = ck.resources();
+    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
+                "memory%s\n",
+                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
+                r.wgmma_serialized ? ", wgmma serialized" : "");
+  }
+  return true;
+}
+
+int main(int argc, char** argv) {
+  std::string mode = argc == 2 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
+    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
+    return 2;
+  }
+  try {
+    std::string why;
+    if (mode == "--gpu" && !gpu_available(&why)) {
+      std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
+                   why.c_str());
+      return 2;
+    }
+    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
+    return ok ? 0 : 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+}

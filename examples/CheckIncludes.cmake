@@ -1,0 +1,21 @@
+# Fails when a file in DIR includes anything but a public TilePilot header (<tilepilot/...>) or
+# a standard C++ header (<vector>: no directory, no extension). Run: cmake -DDIR=examples -P this
+file(GLOB_RECURSE files ${DIR}/*.cpp ${DIR}/*.h ${DIR}/*.hpp ${DIR}/*.cc)
+set(bad "")
+foreach(f ${files})
+  file(STRINGS ${f} lines REGEX "^[ \t]*#[ \t]*include")
+  foreach(line ${lines})
+    if(line MATCHES "^[ \t]*#[ \t]*include[ \t]*<tilepilot/[A-Za-z0-9_]+\\.h>")
+    elseif(line MATCHES "^[ \t]*#[ \t]*include[ \t]*<[a-z_0-9]+>")
+    else()
+      file(RELATIVE_PATH rel ${DIR} ${f})
+      string(APPEND bad "\n  ${rel}: ${line}")
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH files n)
+if(bad)
+  message(FATAL_ERROR "examples must include only public headers (<tilepilot/...>) and standard "
+                      "ones; move what a lesson needs into include/tilepilot/ or the lesson:${bad}")
+endif()
+message(STATUS "${n} files in ${DIR} include public headers only")

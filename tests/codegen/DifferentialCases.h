@@ -1,0 +1,478 @@
+// Differential cases: one small kernel per rule of the language's one semantics (src/ir/IR.h,
+// docs/semantics.md), with its arguments and the expected result computed from the rule in plain
+// C++ loops. Used by DifferentialTest.cpp: the CPU suite runs each case on the interpreter and
+// compares with the rule's result; the GPU suite runs it on the interpreter and on CUDA and
+// compares the two element by element.
+//
+// Inputs are small integers (exact in bf16, and every sum here is exact in f32), so copies,
+// gemms, reductions and atomics can be compared exactly; outputs start as a sentinel, so a
+// write outside the rule's elements shows up.
+#pragma once
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tilepilot/lang.h"
+#include "tilepilot/tensor.h"
+
+namespace tp::difftest {
+
+constexpr double kSentinel = 777.0;
+
+struct DiffCase {
+  std::string name; // the rule, as a test name (docs/semantics.md names it)
+  Kernel kernel;
+  std::vector<HostTensor> args; // in parameter order; outputs hold the sentinel
+  std::vector<int> outputs;     // parameter indices compared
+  /// Writes the rule's result into `args` (a copy of the arguments above), in place.
+  std::function<void(std::vector<HostTensor>&)> expect;
+  double tol = 0; // absolute tolerance; 0 = exact
+};
+
+/// Deterministic small integers in [-2, 2].
+inline void fill_ints(HostTensor& t, int seed) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.set(i, static_cast<double>((i * 7 + seed * 13 + (i / 5) * 3) % 5 - 2));
+}
+inline HostTensor ints(DType d, std::vector<int64_t> shape, int seed) {
+  HostTensor t(d, std::move(shape));
+  fill_ints(t, seed);
+  return t;
+}
+inline HostTensor sentinel(DType d, std::vector<int64_t> shape) {
+  HostTensor t(d, std::move(shape));
+  t.fill(kSentinel);
+  return t;
+}
+
+/// sum_k A[r][k] * B[k][c] with A [M, K], B [K, N] row-major; rows/cols outside give 0.
+inline double dot(const HostTensor& A, const HostTensor& B, int64_t r, int64_t c) {
+  int64_t M = A.shape()[0], K = A.shape()[1], N = B.shape()[1];
+  if (r < 0 || r >= M || c < 0 || c >= N) return 0;
+  double s = 0;
+  for (int64_t k = 0; k < K; ++k)
+    s += A.get(r * K + k) * B.get(k * N + c);
+  return s;
+}
+
+/// A gemm kernel over 64 x 64 blocks (k-steps of 32); `epilogue` writes acc to C.
+inline Kernel gemm_kernel(const std::string& name,
+                          std::function<void(Tile&, Tensor&, Var, Var)> epilogue) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  return kernel(name, {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                [&](Var bx, Var by) {
+                  Tile As = alloc_shared({64, 32}, bf16);
+                  Tile Bs = alloc_shared({32, 64}, bf16);
+                  Tile acc = alloc_fragment({64, 64}, f32);
+                  clear(acc);
+                  pipelined(ceildiv(K, 32), 2, [&](Var k) {
+                    copy(A.tile(by * 64, k * 32), As);
+                    copy(B.tile(k * 32, bx * 64), Bs);
+                    gemm(As, Bs, acc);
+                  });
+                  epilogue(acc, C, bx, by);
+                });
+}
+
+inline DiffCase gemm_case(const std::string& name, int64_t M, int64_t N, int64_t K,
+                          std::function<void(Tile&, Tensor&, Var, Var)> epilogue,
+                          std::function<void(std::vector<HostTensor>&)> expect) {
+  DiffCase c;
+  c.name = name;
+  c.kernel = gemm_kernel(name, std::move(epilogue));
+  c.args = {ints(bf16, {M, K}, 1), ints(bf16, {K, N}, 2), sentinel(f32, {M, N})};
+  c.outputs = {2};
+  c.expect = std::move(expect);
+  return c;
+}
+
+// --- the cases ---------------------------------------------------------------------------------
+
+/// (a) A region of a register fragment (the gemm accumulator) copied to global memory: exactly
+/// acc[16:32, 8:40] lands in C's 16 x 32 box, nothing else of C is written.
+inline DiffCase region_copy_from_fragment() {
+  return gemm_case(
+      "RegionOfFragmentCopiesOnlyTheRegion", 100, 120, 80,
+      [](Tile& acc, Tensor& C, Var bx, Var by) {
+        copy(acc.region({16, 8}, {16, 32}), C.tile({by * 64, bx * 64}, {16, 32}));
+      },
+      [](std::vector<HostTensor>& a) {
+        const HostTensor &A = a[0], &B = a[1];
+        HostTensor& C = a[2];
+        int64_t M = C.shape()[0], N = C.shape()[1];
+        for (int64_t by = 0; by * 64 < M; ++by)
+          for (int64_t bx = 0; bx * 64 < N; ++bx)
+            for (int64_t r = 0; r < 16; ++r)
+              for (int64_t q = 0; q < 32; ++q) {
+                int64_t i = by * 64 + r, j = bx * 64 + q;
+                if (i < M && j < N) C.set(i * N + j, dot(A, B, by * 64 + 16 + r, bx * 64 + 8 + q));
+              }
+      });
+}
+
+/// (a') fill of a region of a register fragment: only the region changes.
+inline DiffCase region_fill_of_fragment() {
+  return gemm_case(
+      "FillOfFragmentRegionKeepsTheRest", 70, 64, 64,
+      [](Tile& acc, Tensor& C, Var bx, Var by) {
+        fill(acc.region({0, 8}, {8, 16}), Expr(-1.0));
+        copy(acc, C.tile(by * 64, bx * 64));
+      },
+      [](std::vector<HostTensor>& a) {
+        const HostTensor &A = a[0], &B = a[1];
+        HostTensor& C = a[2];
+        int64_t M = C.shape()[0], N = C.shape()[1];
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            int64_t r = i % 64, q = j % 64;
+            bool in = r < 8 && q >= 8 && q < 24;
+            C.set(i * N + j, in ? -1.0 : dot(A, B, i, j));
+          }
+      });
+}
+
+/// (a'') A copy into a region of a register fragment: exactly acc[8:16, 0:64] is loaded (from
+/// D, out-of-bounds rows read 0), the rest of the accumulator keeps the gemm's values.
+inline DiffCase region_copy_into_fragment() {
+  DiffCase c;
+  c.name = "CopyIntoFragmentRegionKeepsTheRest";
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32), D("D", {M, N}, f32);
+  c.kernel = kernel("region_copy_in", {A, B, C, D}, grid(ceildiv(N, 64), ceildiv(M, 64)),
+                    threads(128), [&](Var bx, Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16);
+                      Tile Bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      pipelined(ceildiv(K, 32), 2, [&](Var k) {
+                        copy(A.tile(by * 64, k * 32), As);
+                        copy(B.tile(k * 32, bx * 64), Bs);
+                        gemm(As, Bs, acc);
+                      });
+                      copy(D.tile({by * 64 + 8, bx * 64}, {8, 64}), acc.region({8, 0}, {8, 64}));
+                      copy(acc, C.tile(by * 64, bx * 64));
+                    });
+  c.args = {ints(bf16, {75, 64}, 13), ints(bf16, {64, 64}, 14), sentinel(f32, {75, 64}),
+            ints(f32, {75, 64}, 15)};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t r = i % 64;
+        a[2].set(i * N + j, r >= 8 && r < 16 ? a[3].get(i * N + j) : dot(a[0], a[1], i, j));
+      }
+  };
+  return c;
+}
+
+/// (b) Tile atomic_add at an edge tile: out-of-bounds elements of the global side are dropped.
+inline DiffCase atomic_add_edge_tile() {
+  DiffCase c;
+  c.name = "TileAtomicAddDropsOutOfBounds";
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, f32), C("C", {M, N}, f32);
+  c.kernel = kernel("atomic_edge", {A, C}, grid(ceildiv(N, 32), ceildiv(M, 32)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile S = alloc_shared({32, 32}, f32);
+                      copy(A.tile(by * 32, bx * 32), S);
+                      atomic_add(C.tile(by * 32, bx * 32), S);
+                      atomic_add(C.tile(by * 32, bx * 32), S);
+                    });
+  c.args = {ints(f32, {50, 45}, 3), ints(f32, {50, 45}, 4)};
+  c.outputs = {1};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < a[1].numel(); ++i)
+      a[1].set(i, a[1].get(i) + 2 * a[0].get(i));
+  };
+  return c;
+}
+
+/// (c) select is lazy: select(g + 1 < N, A(g + 1), 0) never reads A(N); a uniform select
+/// outside parallel evaluates only its chosen side too.
+inline DiffCase select_is_lazy() {
+  DiffCase c;
+  c.name = "SelectEvaluatesOnlyTheChosenSide";
+  Dim N("N");
+  Tensor A("A", {N}, f32), B("B", {N}, f32), O("O", {1}, f32);
+  c.kernel = kernel("select_lazy", {A, B, O}, grid(ceildiv(N, 64)), threads(128), [&](Var bx) {
+    parallel({64}, [&](Var i) {
+      Expr g = bx * 64 + i;
+      if_then(g < N, [&] { B(g) = select(g + 1 < N, A(g + 1), Expr(0.0)); });
+    });
+    if_then(bx == 0, [&] { O(0) = select(N > 1000, A(1000), A(0) + 100.0); });
+  });
+  c.args = {ints(f32, {100}, 5), sentinel(f32, {100}), sentinel(f32, {1})};
+  c.outputs = {1, 2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t n = a[0].numel();
+    for (int64_t i = 0; i < n; ++i)
+      a[1].set(i, i + 1 < n ? a[0].get(i + 1) : 0.0);
+    a[2].set(0, a[0].get(0) + 100);
+  };
+  return c;
+}
+
+/// (d) Element access at rank 6 (loads and stores, inside and outside parallel).
+inline DiffCase rank6_elements() {
+  DiffCase c;
+  c.name = "ElementAccessAtRankSix";
+  Tensor A("A", {2, 2, 3, 2, 4, 5}, f32), B("B", {2, 2, 3, 2, 4, 5}, f32);
+  c.kernel = kernel("rank6", {A, B}, grid(1), threads(128), [&](Var) {
+    serial(2, [&](Var a) {
+      serial(2, [&](Var b) {
+        serial(3, [&](Var d) {
+          parallel({2, 4, 5}, [&](Var i, Var j, Var k) {
+            B(a, b, d, i, j, k) = A(a, b, d, i, j, k) * 2.0 + 1.0;
+          });
+        });
+      });
+    });
+    B(1, 1, 2, 1, 3, 4) = A(0, 0, 0, 0, 0, 0) + A(1, 1, 2, 1, 3, 4);
+  });
+  c.args = {ints(f32, {2, 2, 3, 2, 4, 5}, 6), sentinel(f32, {2, 2, 3, 2, 4, 5})};
+  c.outputs = {1};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t n = a[0].numel();
+    for (int64_t i = 0; i < n; ++i)
+      a[1].set(i, a[0].get(i) * 2 + 1);
+    a[1].set(n - 1, a[0].get(0) + a[0].get(n - 1));
+  };
+  return c;
+}
+
+/// (e) A grouped GEMM whose loop reads its row block from a shared tile the kernel's threads
+/// write (the warp-specialized producer must not read it unordered).
+inline Kernel grouped_gemm_kernel(bool index_in_shared) {
+  Dim M("M"), N("N"), K("K"), G("G");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32), Off("Off", {G}, i32);
+  return kernel("grouped", {A, B, C, Off}, grid(ceildiv(N, 64), G), threads(128),
+                [&](Var bx, Var by) {
+                  Expr row;
+                  if (index_in_shared) {
+                    Tile idx = alloc_shared({1}, i32);
+                    idx(0) = Off(by);
+                    row = Expr(idx(0)) * 64;
+                  } else {
+                    row = Expr(Off(by)) * 64;
+                  }
+                  Tile As = alloc_shared({64, 64}, bf16);
+                  Tile Bs = alloc_shared({64, 64}, bf16);
+                  Tile acc = alloc_fragment({64, 64}, f32);
+                  clear(acc);
+                  pipelined(ceildiv(K, 64), 2, [&](Var k) {
+                    copy(A.tile(row, k * 64), As);
+                    copy(B.tile(k * 64, bx * 64), Bs);
+                    gemm(As, Bs, acc);
+                  });
+                  copy(acc, C.tile(row, bx * 64));
+                });
+}
+
+inline DiffCase shared_index_between_warp_roles() {
+  DiffCase c;
+  c.name = "SharedTileReadAcrossWarpRolesIsOrdered";
+  c.kernel = grouped_gemm_kernel(true);
+  HostTensor off(i32, {3});
+  off.set(0, 2), off.set(1, 0), off.set(2, 1);
+  c.args = {ints(bf16, {192, 128}, 7), ints(bf16, {128, 128}, 8), sentinel(f32, {192, 128}), off};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        a[2].set(i * N + j, dot(a[0], a[1], i, j));
+  };
+  return c;
+}
+
+/// alloc_local: a per-thread tile, filled by a copy, a parallel loop and an element store, the
+/// same in every thread, read in a parallel loop spread over the threads.
+inline DiffCase local_tile() {
+  DiffCase c;
+  c.name = "LocalTileIsTheSameInEveryThread";
+  Dim N("N");
+  Tensor A("A", {N}, f32), W("W", {4}, f32), B("B", {N}, f32);
+  c.kernel = kernel("local_tile", {A, W, B}, grid(ceildiv(N, 64)), threads(128), [&](Var bx) {
+    Tile L = alloc_local({4}, f32);
+    copy(W.tile(std::vector<Expr>{0}, {4}), L);
+    parallel({4}, [&](Var i) { L(i) = L(i) * 2.0; });
+    L(0) = L(0) + 1.0;
+    parallel({64}, [&](Var i) {
+      Expr g = bx * 64 + i;
+      if_then(g < N, [&] { B(g) = A(g) + L(i % 4); });
+    });
+  });
+  c.args = {ints(f32, {150}, 9), ints(f32, {4}, 10), sentinel(f32, {150})};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    double L[4];
+    for (int i = 0; i < 4; ++i)
+      L[i] = a[1].get(i) * 2;
+    L[0] += 1;
+    for (int64_t g = 0; g < a[0].numel(); ++g)
+      a[2].set(g, a[0].get(g) + L[g % 4]);
+  };
+  return c;
+}
+
+/// copy out of bounds: reads outside A give 0, writes outside C are dropped (A and C differ in
+/// shape, the grid follows C).
+inline DiffCase copy_out_of_bounds() {
+  DiffCase c;
+  c.name = "CopyReadsZeroAndDropsWritesOutOfBounds";
+  Dim Ma("Ma"), Na("Na"), M("M"), N("N");
+  Tensor A("A", {Ma, Na}, f32), C("C", {M, N}, f32);
+  c.kernel = kernel("copy_oob", {A, C}, grid(ceildiv(N, 32), ceildiv(M, 32)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile S = alloc_shared({32, 32}, f32);
+                      copy(A.tile(by * 32, bx * 32), S);
+                      parallel({32, 32}, [&](Var i, Var j) { S(i, j) = S(i, j) + 1.0; });
+                      copy(S, C.tile(by * 32, bx * 32));
+                    });
+  c.args = {ints(f32, {70, 40}, 11), sentinel(f32, {77, 45})};
+  c.outputs = {1};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < 77; ++i)
+      for (int64_t j = 0; j < 45; ++j)
+        a[1].set(i * 45 + j, (i < 70 && j < 40 ? a[0].get(i * 40 + j) : 0.0) + 1);
+  };
+  return c;
+}
+
+/// An integer copy through an edge tile keeps every bit: words above 2^24 (which a float would
+/// round) come through exactly, and reads past the end give integer 0.
+inline DiffCase copy_integers_exactly() {
+  DiffCase c;
+  c.name = "IntegerCopyIsExactAtEdgeTiles";
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, i32), C("C", {M, N}, i32);
+  c.kernel = kernel("copy_i32", {A, C}, grid(ceildiv(N, 32), ceildiv(M, 16)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile F = alloc_fragment({16, 32}, i32);
+                      copy(A.tile(by * 16, bx * 32), F);
+                      copy(F, C.tile(by * 16, bx * 32));
+                    });
+  HostTensor a(i32, {21, 45});
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.set(i, static_cast<double>(16777217 + 2 * i) * (i % 2 ? -1 : 1)); // odd, above 2^24
+  c.args = {a, sentinel(i32, {21, 45})};
+  c.outputs = {1};
+  c.expect = [](std::vector<HostTensor>& x) {
+    for (int64_t i = 0; i < x[0].numel(); ++i)
+      x[1].set(i, x[0].get(i));
+  };
+  return c;
+}
+
+/// fill of a tile and of a region of it, stored through an edge tile.
+inline DiffCase fill_region() {
+  DiffCase c;
+  c.name = "FillWritesExactlyItsRegion";
+  Dim M("M"), N("N");
+  Tensor C("C", {M, N}, f32);
+  c.kernel = kernel("fill_region", {C}, grid(ceildiv(N, 32), ceildiv(M, 32)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile S = alloc_shared({32, 32}, f32);
+                      fill(S, Expr(1.0));
+                      fill(S.region({4, 6}, {8, 5}), Expr(5.0));
+                      copy(S, C.tile(by * 32, bx * 32));
+                    });
+  c.args = {sentinel(f32, {50, 40})};
+  c.outputs = {0};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < 50; ++i)
+      for (int64_t j = 0; j < 40; ++j) {
+        int64_t r = i % 32, q = j % 32;
+        a[0].set(i * 40 + j, r >= 4 && r < 12 && q >= 6 && q < 11 ? 5.0 : 1.0);
+      }
+  };
+  return c;
+}
+
+/// reduce along rows: a sum into a fragment (stored through an edge tile), a max into a local
+/// tile (read back element-wise); rows past the tensor's end read 0 and are not stored.
+inline DiffCase reduce_rows() {
+  DiffCase c;
+  c.name = "ReduceSumAndMaxAlongRows";
+  Dim M("M");
+  Tensor A("A", {M, 48}, f32), R("R", {M}, f32), X("X", {M}, f32);
+  c.kernel = kernel("reduce_rows", {A, R, X}, grid(ceildiv(M, 32)), threads(128), [&](Var bx) {
+    Tile S = alloc_shared({32, 48}, f32);
+    copy(A.tile(bx * 32, 0), S);
+    Tile r = alloc_fragment({32}, f32);
+    reduce_sum(S, r, 1);
+    copy(r, R.tile(bx * 32));
+    Tile m = alloc_local({32}, f32);
+    reduce_max(S, m, 1);
+    parallel({32}, [&](Var i) {
+      Expr g = bx * 32 + i;
+      if_then(g < M, [&] { X(g) = m(i); });
+    });
+  });
+  c.args = {ints(f32, {50, 48}, 12), sentinel(f32, {50}), sentinel(f32, {50})};
+  c.outputs = {1, 2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < 50; ++i) {
+      double s = 0, mx = -INFINITY;
+      for (int64_t j = 0; j < 48; ++j) {
+        s += a[0].get(i * 48 + j);
+        mx = std::fmax(mx, a[0].get(i * 48 + j));
+      }
+      a[1].set(i, s);
+      a[2].set(i, mx);
+    }
+  };
+  return c;
+}
+
+/// gemm at odd extents (77 x 45 x 133): partial tiles in every dimension.
+inline DiffCase gemm_odd_extents() {
+  return gemm_case(
+      "GemmAtOddExtents", 77, 45, 133,
+      [](Tile& acc, Tensor& C, Var bx, Var by) { copy(acc, C.tile(by * 64, bx * 64)); },
+      [](std::vector<HostTensor>& a) {
+        int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            a[2].set(i * N + j, dot(a[0], a[1], i, j));
+      });
+}
+
+struct NamedCase {
+  const char* name;
+  DiffCase (*make)();
+};
+
+inline std::vector<NamedCase> differential_cases() {
+  return {{"RegionOfFragmentCopiesOnlyTheRegion", region_copy_from_fragment},
+          {"FillOfFragmentRegionKeepsTheRest", region_fill_of_fragment},
+          {"CopyIntoFragmentRegionKeepsTheRest", region_copy_into_fragment},
+          {"TileAtomicAddDropsOutOfBounds", atomic_add_edge_tile},
+          {"SelectEvaluatesOnlyTheChosenSide", select_is_lazy},
+          {"ElementAccessAtRankSix", rank6_elements},
+          {"SharedTileReadAcrossWarpRolesIsOrdered", shared_index_between_warp_roles},
+          {"LocalTileIsTheSameInEveryThread", local_tile},
+          {"CopyReadsZeroAndDropsWritesOutOfBounds", copy_out_of_bounds},
+          {"IntegerCopyIsExactAtEdgeTiles", copy_integers_exactly},
+          {"FillWritesExactlyItsRegion", fill_region},
+          {"ReduceSumAndMaxAlongRows", reduce_rows},
+          {"GemmAtOddExtents", gemm_odd_extents}};
+}
+
+/// The first element where `got` and `want` differ by more than `tol`, as a message; empty when
+/// they agree everywhere (NaN never agrees).
+inline std::string first_mismatch(const HostTensor& got, const HostTensor& want, double tol) {
+  if (got.shape() != want.shape()) return "shapes differ";
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.get(i), w = want.get(i);
+    if (!(std::fabs(g - w) <= tol))
+      return "element " + std::to_string(i) + ": got " + std::to_string(g) + ", want " +
+             std::to_string(w);
+  }
+  return "";
+}
+
+} // namespace tp::difftest
