@@ -52,7 +52,7 @@ void interpret(const Kernel& k, const std::vector<HostArg>& args, const Interpre
   cpu::InterpretOptions io;
   io.threads = o.threads;
   io.print_out = o.print_out;
-  cpu::interpret(k, cargs, io);
+  cpu::interpret_args(k, cargs, io);
 }
 
 std::string to_string(const Kernel& k) {

@@ -57,10 +57,11 @@ void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
   std::vector<Arg> a;
   for (HostTensor* t : args)
     a.push_back(Arg{t});
-  interpret(k, a, opts);
+  interpret_args(k, a, opts);
 }
 
-void interpret(const Kernel& k, const std::vector<Arg>& all_args, const InterpretOptions& opts) {
+void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
+                    const InterpretOptions& opts) {
   const ir::KernelNode& kn = k.node();
   std::vector<ir::ParamRef> order = kn.launch_order();
   if (all_args.size() != order.size())

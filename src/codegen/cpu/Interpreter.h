@@ -33,11 +33,13 @@ struct Arg {
   double scalar = 0;
 };
 
-/// The same for kernels with scalar parameters or strided tensors. A view is read into the
+/// The same for kernels with scalar parameters or strided tensors (named apart so that
+/// `interpret(k, {&a, &b})` stays unambiguous). A view is read into the
 /// interpreter's own storage before the blocks run and its elements are written back after (only
 /// for tensors the kernel writes), so views of one tensor that a kernel both writes and reads
 /// must not overlap.
-void interpret(const Kernel& k, const std::vector<Arg>& args, const InterpretOptions& opts = {});
+void interpret_args(const Kernel& k, const std::vector<Arg>& args,
+                    const InterpretOptions& opts = {});
 
 /// The grid `k` launches for these arguments' shapes.
 std::array<int64_t, 3> grid_extent(const Kernel& k, const std::vector<HostTensor*>& args);
