@@ -56,10 +56,20 @@ struct TileRef {
   Loc loc;
 };
 
-/// A global tensor: a kernel parameter, row-major and contiguous.
+/// Tag of a strided Tensor: `Tensor A("A", {M, K}, bf16, strided)`.
+struct Strided {};
+inline constexpr Strided strided{};
+
+/// A global tensor: a kernel parameter. By default row-major and contiguous (strides are the
+/// products of the inner extents, folded into the addressing). Declared `strided`, each
+/// dimension's stride (elements, outermost first, any non-negative value) is a parameter bound
+/// at launch from the argument's strides (DeviceTensor::strides, HostView::strides), so a slice
+/// of a bigger buffer or a transposed operand is passed without a copy.
 class Tensor {
 public:
   Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Loc loc = Loc::current());
+  Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Strided,
+         Loc loc = Loc::current());
   template <typename... Is>
   ElemRef operator()(Idx i0, Is... is) const {
     return elem({i0.e, Expr(is)...}, i0.loc);
@@ -74,9 +84,39 @@ public:
   const std::shared_ptr<const ir::BufferNode>& buffer() const { return buffer_; }
   const std::string& name() const;
   DType dtype() const;
+  bool is_strided() const;
 
 private:
   std::shared_ptr<const ir::BufferNode> buffer_;
+};
+
+/// A scalar kernel parameter (f32 or i32), passed by value at launch and usable in any
+/// expression: `Scalar scale("scale", f32); ... y(i) = x(i) * scale;`.
+class Scalar : public Var {
+public:
+  explicit Scalar(const std::string& name, DType t = f32, Loc loc = Loc::current());
+};
+
+/// One kernel parameter: a Tensor or a Scalar.
+class Param {
+public:
+  Param(const Tensor& t) : tensor_(t.buffer()) {}
+  Param(const Scalar& s) : scalar_(s) {}
+  bool is_scalar() const { return tensor_ == nullptr; }
+  const std::shared_ptr<const ir::BufferNode>& tensor() const { return tensor_; }
+  const Expr& scalar() const { return scalar_; }
+
+private:
+  std::shared_ptr<const ir::BufferNode> tensor_;
+  Expr scalar_;
+};
+
+/// A kernel's parameters in launch order: `{A, scale, B}` mixes Tensors and Scalars.
+struct Params {
+  Params(std::initializer_list<Param> ps) : list(ps) {}
+  Params(std::vector<Param> ps) : list(std::move(ps)) {}
+  Params(const std::vector<Tensor>& ts) : list(ts.begin(), ts.end()) {}
+  std::vector<Param> list;
 };
 
 /// A tile: shared, fragment or local storage allocated inside a kernel.
@@ -139,15 +179,22 @@ struct KernelOptions {
   int64_t smem_limit = 0; // bytes of shared memory the kernel may use; 0 = the target's
 };
 
-/// Builds a kernel. `body` takes one Var per grid dimension (block indices x, y, z).
-Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+/// Builds a kernel. `params` are the launch arguments in order (Tensors and Scalars); `body`
+/// takes one Var per grid dimension (block indices x, y, z).
+Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var)> body, KernelOptions opts = {}, Loc loc = Loc::current());
-Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var, Var)> body, KernelOptions opts = {},
               Loc loc = Loc::current());
-Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var, Var, Var)> body, KernelOptions opts = {},
               Loc loc = Loc::current());
+
+/// Evaluates `value` once, here, and returns a Var that reads it for the rest of the enclosing
+/// scope (the kernel body, loop, branch or parallel body `let` is called in). Use it for an
+/// index or factor that many accesses share: an expression used directly is recomputed (and
+/// compiled) at every use. Using the Var after that scope ends is an error.
+Var let(const std::string& name, const Expr& value, Loc loc = Loc::current());
 
 Tile alloc_shared(std::vector<int64_t> shape, DType t, Loc loc = Loc::current());
 Tile alloc_fragment(std::vector<int64_t> shape, DType t, Loc loc = Loc::current());

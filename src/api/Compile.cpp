@@ -1,6 +1,8 @@
 // tp::compile and CompiledKernel: the public face of src/codegen/cuda's CudaKernel. Arguments
-// are checked here for what the public types add (kinds, strides); the kernel's own rules
-// (dtype, rank, Dims, alignment, index width) are checked by the launch below.
+// are checked here for what the public types add (kinds of argument: tensor or number, strides
+// for contiguous parameters); the kernel's own rules (dtype, rank, Dims, strides, alignment,
+// index width) are checked by the launch below.
+#include <cmath>
 #include <mutex>
 
 #include "codegen/cuda/CudaKernel.h"
@@ -38,13 +40,36 @@ CompiledKernel::State& need(const std::shared_ptr<CompiledKernel::State>& s) {
   return *s;
 }
 
-std::vector<cuda::DeviceTensor> device_args(const ir::KernelNode& k, const std::vector<Arg>& args) {
-  if (args.size() != k.params.size())
-    user_error() << "kernel '" << k.name << "' takes " << k.params.size() << " arguments, got "
+/// The launch's tensors (in params order) and scalar values (in k.scalars order).
+struct LaunchArgs {
+  std::vector<cuda::DeviceTensor> tensors;
+  std::vector<double> scalars;
+};
+
+LaunchArgs device_args(const ir::KernelNode& k, const std::vector<Arg>& args) {
+  std::vector<ir::ParamRef> order = k.launch_order();
+  if (args.size() != order.size())
+    user_error() << "kernel '" << k.name << "' takes " << order.size() << " arguments, got "
                  << args.size();
-  std::vector<cuda::DeviceTensor> out;
+  LaunchArgs out;
+  out.tensors.resize(k.params.size());
+  out.scalars.resize(k.scalars.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& name = k.params[i]->name;
+    if (order[i].scalar) {
+      const Var& v = k.scalars[order[i].index];
+      if (!args[i].is_scalar())
+        user_error() << "kernel '" << k.name << "': argument " << i << " for scalar '" << v.name()
+                     << "' (" << dtype_name(v.dtype()) << ") is a tensor; pass a number";
+      double x = args[i].as_double();
+      if (v.dtype() == DType::i32 && args[i].is_float() && x != std::floor(x))
+        user_error() << "kernel '" << k.name << "': scalar '" << v.name() << "' is i32, got " << x
+                     << "; pass an integer";
+      out.scalars[order[i].index] =
+          v.dtype() == DType::i32 ? static_cast<double>(args[i].as_int()) : x;
+      continue;
+    }
+    const ir::Buffer& b = k.params[order[i].index];
+    const std::string& name = b->name;
     if (args[i].is_scalar())
       user_error() << "kernel '" << k.name << "': argument " << i << " for tensor '" << name
                    << "' is a number; pass a DeviceTensor or DeviceArray";
@@ -52,11 +77,14 @@ std::vector<cuda::DeviceTensor> device_args(const ir::KernelNode& k, const std::
     if (!t.strides.empty() && t.strides.size() != t.shape.size())
       user_error() << "kernel '" << k.name << "': tensor '" << name << "' has " << t.shape.size()
                    << " dimensions but " << t.strides.size() << " strides";
-    if (!t.contiguous())
+    if (b->strides.empty() && !t.contiguous())
       user_error() << "kernel '" << k.name << "': tensor '" << name
                    << "' is not contiguous; this kernel's parameter takes a dense row-major "
                       "tensor (declare it strided, or pass a contiguous copy)";
-    out.push_back({static_cast<CUdeviceptr>(t.ptr), t.dtype, t.shape});
+    // A contiguous parameter takes no strides; a strided one gets the argument's (all of
+    // them, dense ones included, so that the kernel's stride parameters are always bound).
+    std::vector<int64_t> st = b->strides.empty() ? std::vector<int64_t>{} : t.element_strides();
+    out.tensors[order[i].index] = {static_cast<CUdeviceptr>(t.ptr), t.dtype, t.shape, st};
   }
   return out;
 }
@@ -135,16 +163,16 @@ std::map<std::string, std::string> CompiledKernel::config() const {
 
 void CompiledKernel::launch(const std::vector<Arg>& args, Stream stream) const {
   State& s = need(state_);
-  std::vector<cuda::DeviceTensor> dev = device_args(s.kernel.node(), args);
+  LaunchArgs dev = device_args(s.kernel.node(), args);
   std::lock_guard<std::mutex> lock(s.mu);
-  s.cuda->launch(dev, reinterpret_cast<CUstream>(stream));
+  s.cuda->launch(dev.tensors, dev.scalars, reinterpret_cast<CUstream>(stream));
 }
 
 CompileTimes CompiledKernel::prepare(const std::vector<Arg>& args) const {
   State& s = need(state_);
-  std::vector<cuda::DeviceTensor> dev = device_args(s.kernel.node(), args);
+  LaunchArgs dev = device_args(s.kernel.node(), args);
   std::lock_guard<std::mutex> lock(s.mu);
-  const cuda::CompileTimings& t = s.cuda->prepare(dev);
+  const cuda::CompileTimings& t = s.cuda->prepare(dev.tensors);
   return {t.passes, t.nvrtc, t.module_load, t.lookup, t.cache_hit};
 }
 

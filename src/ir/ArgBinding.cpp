@@ -14,6 +14,21 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 } // namespace
 
+std::vector<int64_t> element_strides(const ArgDesc& a) {
+  if (!a.strides.empty()) return a.strides;
+  std::vector<int64_t> st(a.shape.size(), 1);
+  for (int d = static_cast<int>(a.shape.size()) - 2; d >= 0; --d)
+    st[d] = st[d + 1] * a.shape[d + 1];
+  return st;
+}
+
+void bind_scalars(const KernelNode& k, const std::vector<double>& values, Binding& env) {
+  internal_assert(values.size() == k.scalars.size()) << "scalar count";
+  for (size_t i = 0; i < values.size(); ++i)
+    if (k.scalars[i].dtype() == DType::i32)
+      env[as<Variable>(k.scalars[i])->uid] = static_cast<int64_t>(values[i]);
+}
+
 Binding bind_args(const KernelNode& k, const std::vector<ArgDesc>& args) {
   if (args.size() != k.params.size())
     user_error() << "kernel '" << k.name << "' takes " << k.params.size() << " tensors, got "
@@ -53,6 +68,29 @@ Binding bind_args(const KernelNode& k, const std::vector<ArgDesc>& args) {
                      << ")";
       }
     }
+    if (!a.strides.empty() && a.strides.size() != a.shape.size())
+      user_error() << "kernel '" << k.name << "': tensor '" << p->name << "' has " << a.shape.size()
+                   << " dimensions but " << a.strides.size() << " strides";
+    std::vector<int64_t> st = element_strides(a);
+    for (size_t d = 0; d < st.size(); ++d)
+      if (st[d] < 0)
+        user_error() << "kernel '" << k.name << "': tensor '" << p->name << "' has stride " << st[d]
+                     << " in dimension " << d << " (strides " << shape_str(st)
+                     << "); strides must be non-negative";
+    if (p->strides.empty()) {
+      std::vector<int64_t> dense = element_strides({a.dtype, a.shape});
+      bool same = true; // a unit dimension's stride does not matter (PyTorch leaves any)
+      for (size_t d = 0; d < a.strides.size(); ++d)
+        same &= a.shape[d] == 1 || a.strides[d] == dense[d];
+      if (!same)
+        user_error() << "kernel '" << k.name << "': tensor '" << p->name << "' has strides "
+                     << shape_str(a.strides) << " for shape " << shape_str(a.shape)
+                     << ", but the parameter is contiguous; declare it strided "
+                        "(Tensor(name, shape, dtype, tp::strided)) or pass a contiguous copy";
+      continue;
+    }
+    for (size_t d = 0; d < st.size(); ++d)
+      env[as<Variable>(p->strides[d])->uid] = st[d];
   }
   for (const Var& d : k.dims)
     if (!env.count(as<Variable>(d)->uid))

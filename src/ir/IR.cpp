@@ -372,6 +372,20 @@ Stmt Evaluate::make(Expr v, SourceLoc loc) {
   return std::make_shared<Evaluate>(std::move(v), std::move(loc));
 }
 
+std::vector<ParamRef> KernelNode::launch_order() const {
+  if (!order.empty()) return order;
+  std::vector<ParamRef> out;
+  for (size_t i = 0; i < params.size(); ++i)
+    out.push_back({false, static_cast<int>(i)});
+  return out;
+}
+
+bool KernelNode::has_strided() const {
+  for (const Buffer& b : params)
+    if (!b->strides.empty()) return true;
+  return false;
+}
+
 } // namespace tp::ir
 
 // ---------------------------------------------------------------------------------------------

@@ -87,6 +87,10 @@ struct BufferNode {
   Scope scope = Scope::global;
   DType dtype = DType::f32;
   std::vector<Expr> shape; // tiles: integer immediates; tensors: immediates or Dims
+  /// Global tensors only. Empty: contiguous row-major (element (i, j) of an [M, N] tensor at
+  /// i * N + j). Otherwise one i32 Variable per dimension, outermost first, in elements, bound
+  /// at launch from the argument's strides: element idx at sum(idx[d] * strides[d]).
+  std::vector<Expr> strides;
   uint64_t kernel_uid = 0; // the kernel that allocated it (0 for tensors: any kernel)
   SourceLoc loc;
 
@@ -423,7 +427,9 @@ struct Print : StmtNode {
   static Stmt make(std::string label, Expr value, Buffer tile, SourceLoc loc);
 };
 
-/// let var = value in body (value evaluated once).
+/// let var = value in body (value evaluated once). The builder always gives a body (the rest of
+/// the enclosing scope). The CUDA lowering flattens those into the enclosing Seq (Lower.cpp):
+/// a Let with an undefined body binds var for the statements after it in its Seq.
 struct Let : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Let;
   Var var;
@@ -446,10 +452,19 @@ struct Evaluate : StmtNode {
 // ---------------------------------------------------------------------------------------------
 // A kernel: a grid of blocks, each running `body` with its block indices bound.
 
+/// One launch argument: tensor params[index] or scalar scalars[index].
+struct ParamRef {
+  bool scalar = false;
+  int index = 0;
+};
+
 struct KernelNode {
   std::string name;
   uint64_t uid = 0;
-  std::vector<Buffer> params; // global tensors, in launch order
+  std::vector<Buffer> params; // global tensors, in launch order among the tensors
+  std::vector<Var> scalars;   // scalar parameters (f32/i32, passed by value), in launch order
+  /// Tensors and scalars interleaved in launch order; empty means the tensors alone.
+  std::vector<ParamRef> order;
   std::vector<Var> dims;      // symbolic sizes, each bound by some parameter's shape
   std::vector<Expr> grid;     // 1 to 3 extents (x, y, z)
   std::vector<Var> block_vars;
@@ -458,6 +473,11 @@ struct KernelNode {
   Stmt body;
   std::map<std::string, std::string> attrs; // annotations (rasterization, hints)
   SourceLoc loc;
+
+  /// The launch order (order, or the tensors alone when it is empty).
+  std::vector<ParamRef> launch_order() const;
+  /// Does some tensor parameter have symbolic strides?
+  bool has_strided() const;
 };
 
 } // namespace tp::ir

@@ -57,10 +57,25 @@ void IRPrinter::print(const KernelNode& k) {
   os_ << "kernel " << (canonical_ ? std::string("k") : k.name) << "(";
   // Dims first so that canonical names follow the parameter order.
   for (const Var& d : k.dims) var_name(as<Variable>(d));
-  for (size_t i = 0; i < k.params.size(); ++i) {
+  std::vector<ParamRef> order = k.launch_order();
+  for (size_t i = 0; i < order.size(); ++i) {
     if (i) os_ << ", ";
-    os_ << buffer_name(k.params[i]) << ": ";
-    print_buffer_decl(k.params[i]);
+    if (order[i].scalar) {
+      const Var& v = k.scalars[order[i].index];
+      os_ << var_name(as<Variable>(v)) << ": " << dtype_name(v.dtype());
+      continue;
+    }
+    const Buffer& b = k.params[order[i].index];
+    os_ << buffer_name(b) << ": ";
+    print_buffer_decl(b);
+    if (!b->strides.empty()) {
+      os_ << " strides(";
+      for (size_t d = 0; d < b->strides.size(); ++d) {
+        if (d) os_ << ", ";
+        visit(b->strides[d]);
+      }
+      os_ << ")";
+    }
   }
   os_ << ") grid(";
   for (size_t i = 0; i < k.grid.size(); ++i) {

@@ -14,6 +14,11 @@ public:
   explicit Verifier(const KernelNode& k) : k_(k) {
     for (const Var& d : k.dims) bound_.insert(as<Variable>(d)->uid);
     for (const Var& b : k.block_vars) bound_.insert(as<Variable>(b)->uid);
+    for (const Var& v : k.scalars)
+      bound_.insert(as<Variable>(v)->uid);
+    for (const Buffer& p : k.params)
+      for (const Expr& st : p->strides)
+        bound_.insert(as<Variable>(st)->uid);
     for (const Buffer& p : k.params) {
       if (p->rank() > kMaxRank)
         user_error(k.loc) << "kernel '" << k.name << "': tensor '" << p->name << "' has "
@@ -34,6 +39,11 @@ protected:
 
   void visit(const Variable* op) override {
     if (bound_.count(op->uid)) return;
+    if (let_ended_.count(op->uid))
+      user_error(loc_) << "kernel '" << k_.name << "': '" << op->name
+                       << "' is used outside the scope of the let that defined it; a let's "
+                          "Var is valid until the end of the scope (loop, branch, parallel "
+                          "or kernel body) where let was called";
     user_error(loc_) << "kernel '" << k_.name << "': '" << op->name
                      << "' is not bound: it is neither a block index, a loop variable, nor a "
                         "Dim that appears in some parameter's shape (Dims are bound at launch "
@@ -111,8 +121,11 @@ protected:
   void visit(const Let* op) override {
     stmt(op);
     visit(op->value);
-    bound_.insert(as<Variable>(op->var)->uid);
+    uint64_t uid = as<Variable>(op->var)->uid;
+    bound_.insert(uid);
     scoped_body(op->body);
+    bound_.erase(uid);
+    let_ended_.insert(uid);
   }
   void visit(const Parallel* op) override {
     stmt(op);
@@ -178,6 +191,7 @@ private:
 
   const KernelNode& k_;
   std::set<uint64_t> bound_;
+  std::set<uint64_t> let_ended_; // variables of lets whose scope has closed
   std::vector<std::set<uint64_t>> live_;
   int parallel_depth_ = 0;
   SourceLoc loc_;

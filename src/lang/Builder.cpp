@@ -35,11 +35,31 @@ SourceLoc to_loc(const std::source_location& l) {
   return SourceLoc{l.file_name(), static_cast<int>(l.line())};
 }
 
+namespace {
+
+/// A scope's statements with each `let` (recorded as a Let without a body) given the rest of
+/// the scope as its body.
+std::vector<ir::Stmt> close_lets(std::vector<ir::Stmt> stmts) {
+  std::vector<ir::Stmt> rest;
+  for (size_t i = stmts.size(); i-- > 0;) {
+    const auto* l = ir::as<ir::Let>(stmts[i]);
+    if (!l || l->body.defined()) {
+      rest.insert(rest.begin(), stmts[i]);
+      continue;
+    }
+    ir::Stmt body = rest.size() == 1 ? rest[0] : ir::Seq::make(std::move(rest));
+    rest = {ir::Let::make(l->var, l->value, body, l->loc)};
+  }
+  return rest;
+}
+
+} // namespace
+
 ir::Stmt scoped(const std::function<void()>& fill) {
   internal_assert(g_current) << "no kernel";
   g_current->scopes.emplace_back();
   fill();
-  std::vector<ir::Stmt> stmts = std::move(g_current->scopes.back());
+  std::vector<ir::Stmt> stmts = close_lets(std::move(g_current->scopes.back()));
   g_current->scopes.pop_back();
   if (stmts.size() == 1) return stmts[0];
   return ir::Seq::make(std::move(stmts));
@@ -62,7 +82,7 @@ using lang::KernelBuilder;
 namespace {
 
 template <typename F>
-Kernel build_kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+Kernel build_kernel(const std::string& name, const Params& params, Grid g, Threads t,
                     int body_arity, F run_body, KernelOptions opts, Loc sloc) {
   SourceLoc loc = lang::to_loc(sloc);
   if (lang::current_or_null())
@@ -99,16 +119,38 @@ Kernel build_kernel(const std::string& name, std::vector<Tensor> params, Grid g,
 
   std::set<uint64_t> seen_dims;
   std::set<std::string> param_names;
-  for (const Tensor& p : params) {
-    const ir::Buffer& b = p.buffer();
+  std::set<uint64_t> seen_scalars;
+  bool any_scalar = false;
+  for (const Param& p : params.list) {
+    if (p.is_scalar()) {
+      const auto* v = ir::as<ir::Variable>(p.scalar());
+      internal_assert(v) << "scalar parameter is not a variable";
+      if (!param_names.insert(v->name).second)
+        user_error(loc) << "kernel '" << name << "': two parameters are named '" << v->name
+                        << "'; give each parameter a distinct name";
+      if (!seen_scalars.insert(v->uid).second)
+        user_error(loc) << "kernel '" << name << "': scalar '" << v->name
+                        << "' is listed twice among the parameters";
+      node->order.push_back({true, static_cast<int>(node->scalars.size())});
+      node->scalars.push_back(Var(p.scalar().ptr()));
+      any_scalar = true;
+      continue;
+    }
+    const ir::Buffer& b = p.tensor();
     if (!param_names.insert(b->name).second)
       user_error(loc) << "kernel '" << name << "': two parameters are named '" << b->name
-                      << "'; give each tensor a distinct name";
+                      << "'; give each parameter a distinct name";
+    node->order.push_back({false, static_cast<int>(node->params.size())});
     node->params.push_back(b);
     for (const Expr& e : b->shape)
       if (const auto* v = ir::as<ir::Variable>(e); v && seen_dims.insert(v->uid).second)
         node->dims.push_back(Var(e.ptr()));
   }
+  for (const Var& d : node->dims)
+    if (seen_scalars.count(ir::as<ir::Variable>(d)->uid))
+      user_error(loc) << "kernel '" << name << "': scalar '" << d.name()
+                      << "' is also a tensor extent; use a Dim for extents";
+  if (!any_scalar) node->order.clear(); // the tensors alone, as before scalars existed
 
   static const char* names[] = {"bx", "by", "bz"};
   for (size_t i = 0; i < g.extents.size(); ++i) node->block_vars.push_back(Var(names[i]));
@@ -128,20 +170,32 @@ Kernel build_kernel(const std::string& name, std::vector<Tensor> params, Grid g,
 
 } // namespace
 
-Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var)> body, KernelOptions opts, Loc loc) {
-  return build_kernel(name, std::move(params), std::move(g), t, 1,
-                      [&](const std::vector<Var>& b) { body(b[0]); }, opts, loc);
+  return build_kernel(
+      name, params, std::move(g), t, 1, [&](const std::vector<Var>& b) { body(b[0]); }, opts, loc);
 }
-Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var, Var)> body, KernelOptions opts, Loc loc) {
-  return build_kernel(name, std::move(params), std::move(g), t, 2,
-                      [&](const std::vector<Var>& b) { body(b[0], b[1]); }, opts, loc);
+  return build_kernel(
+      name, params, std::move(g), t, 2, [&](const std::vector<Var>& b) { body(b[0], b[1]); }, opts,
+      loc);
 }
-Kernel kernel(const std::string& name, std::vector<Tensor> params, Grid g, Threads t,
+Kernel kernel(const std::string& name, Params params, Grid g, Threads t,
               std::function<void(Var, Var, Var)> body, KernelOptions opts, Loc loc) {
-  return build_kernel(name, std::move(params), std::move(g), t, 3,
-                      [&](const std::vector<Var>& b) { body(b[0], b[1], b[2]); }, opts, loc);
+  return build_kernel(
+      name, params, std::move(g), t, 3, [&](const std::vector<Var>& b) { body(b[0], b[1], b[2]); },
+      opts, loc);
+}
+
+Var let(const std::string& name, const Expr& value, Loc l) {
+  SourceLoc loc = lang::to_loc(l);
+  lang::current("let", loc);
+  if (!value.defined()) user_error(loc) << "let '" << name << "': undefined value";
+  Var v(name, ir::compute_type(value.dtype()));
+  // Recorded without a body; closing the scope gives it the statements after it (scoped()).
+  lang::append(ir::Let::make(v, value, ir::Stmt(), loc));
+  return v;
 }
 
 void annotate(const std::string& key, const std::string& value, Loc loc) {

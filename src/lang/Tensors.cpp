@@ -67,8 +67,26 @@ Tensor::Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Lo
   buffer_ = ir::make_buffer(name, ir::Scope::global, dtype, std::move(shape), 0, loc);
 }
 
+Tensor::Tensor(const std::string& name, std::vector<Expr> shape, DType dtype, Strided, Loc l)
+    : Tensor(name, std::move(shape), dtype, l) {
+  // One stride variable per dimension; the launch binds them (ArgBinding.cpp).
+  auto b = std::make_shared<ir::BufferNode>(*buffer_);
+  for (int d = 0; d < b->rank(); ++d)
+    b->strides.push_back(Var(name + "_stride" + std::to_string(d), i32));
+  buffer_ = std::move(b);
+}
+
 const std::string& Tensor::name() const { return buffer_->name; }
 DType Tensor::dtype() const { return buffer_->dtype; }
+bool Tensor::is_strided() const {
+  return !buffer_->strides.empty();
+}
+
+Scalar::Scalar(const std::string& name, DType t, Loc l) : Var(name, t) {
+  if (t != DType::f32 && t != DType::i32)
+    user_error(to_loc(l)) << "scalar '" << name << "' is " << dtype_name(t)
+                          << "; scalar kernel parameters are f32 or i32";
+}
 
 ElemRef Tensor::elem(std::vector<Expr> idx, Loc loc) const {
   return ElemRef(buffer_, std::move(idx), loc);

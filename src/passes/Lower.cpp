@@ -1,6 +1,6 @@
 // The CUDA backend's pass list, in order:
-//   verify -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and plan on the
-//   barrier'd IR -> plan shared memory -> lower tile ops -> emit CUDA C++.
+//   verify -> flatten lets -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and
+//   plan on the barrier'd IR -> plan shared memory -> lower tile ops -> emit CUDA C++.
 #include "passes/Lower.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Verifier.h"
+#include "passes/FlattenLets.h"
 #include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
 
@@ -60,12 +61,21 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
 LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   const ir::KernelNode& k0 = kernel.node();
   ir::verify(k0);
+  // Lets become statements of their scope, so the passes below see the tile ops after a let
+  // where they stand (a let inside a pipelined loop must not hide its copies).
+  ir::KernelNode kf = k0;
+  bool lets = false;
+  ir::for_each_stmt(k0.body, [&](const ir::Stmt& s) { lets |= ir::as<ir::Let>(s) != nullptr; });
+  if (lets) {
+    kf.body = passes::flatten_lets(k0.body);
+    dump("flatten_lets", ir::to_string(kf));
+  }
   // Barriers first (they need to know which buffers are shared), then plan again on the
   // barrier'd IR, whose nodes the pipeline plan points into.
-  passes::LayoutInfo l0 = passes::infer_layouts(k0, t);
-  passes::PipelinePlan p0 = passes::plan_pipeline(k0, l0, t);
-  ir::KernelNode k = k0;
-  k.body = passes::insert_barriers(k0, l0, p0);
+  passes::LayoutInfo l0 = passes::infer_layouts(kf, t);
+  passes::PipelinePlan p0 = passes::plan_pipeline(kf, l0, t);
+  ir::KernelNode k = kf;
+  k.body = passes::insert_barriers(kf, l0, p0);
   dump("insert_barriers", ir::to_string(k));
   passes::LayoutInfo layouts = passes::infer_layouts(k, t);
   passes::PipelinePlan plan = passes::plan_pipeline(k, layouts, t);

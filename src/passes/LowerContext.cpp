@@ -44,10 +44,29 @@ const Buffer& LowerContext::reg(const Buffer& frag) const {
 
 Expr LowerContext::global_index(const Buffer& b, const std::vector<Expr>& idx) const {
   internal_assert(static_cast<int>(idx.size()) == b->rank()) << "index rank for " << b->name;
+  if (!b->strides.empty()) {
+    Expr flat = idx[0] * b->strides[0];
+    for (int d = 1; d < b->rank(); ++d)
+      flat = flat + idx[d] * b->strides[d];
+    return flat;
+  }
   Expr flat = idx[0];
   for (int d = 1; d < b->rank(); ++d)
     flat = flat * b->shape[d] + idx[d];
   return flat;
+}
+
+Expr LowerContext::rows_aligned(const Buffer& b, int64_t per) const {
+  if (b->strides.empty()) return b->shape.back() % per == 0;
+  Expr ok = b->strides.back() == 1;
+  for (int d = 0; d + 1 < b->rank(); ++d)
+    ok = ok && b->strides[d] % per == 0;
+  return ok;
+}
+
+Expr LowerContext::inner_contiguous(const Buffer& b) const {
+  if (b->strides.empty()) return Expr(true);
+  return b->strides.back() == 1;
 }
 
 Expr LowerContext::global_in_bounds(const Buffer& b, const std::vector<Expr>& idx) const {

@@ -1,6 +1,7 @@
 // State shared by the lowering of tile ops into per-thread CUDA-level IR (LowerTileOps.cpp,
 // LowerCopy.cpp, LowerGemm.cpp, LowerReduce.cpp). Lowered IR uses:
-//   - global tensors: Load/Store with one flat, row-major element index;
+//   - global tensors: Load/Store with one flat element index (row-major, or through the stride
+//     parameters of a strided tensor);
 //   - shared buffers: Load/Store with one physical element index (layout and stage applied);
 //   - register fragments: new local buffers of regs_per_thread elements, indexed by constants
 //     inside unrolled loops (wgmma accumulators are [slabs, N/2]);
@@ -57,6 +58,11 @@ struct LowerContext {
   const ir::Buffer& reg(const ir::Buffer& frag) const;
   /// Flat index into a global tensor.
   Expr global_index(const ir::Buffer& b, const std::vector<Expr>& idx) const;
+  /// Every row of global tensor b starts `per` elements aligned (given an aligned base) and its
+  /// elements are adjacent: the extent for a contiguous tensor, the strides for a strided one.
+  Expr rows_aligned(const ir::Buffer& b, int64_t per) const;
+  /// Elements of one row of b are adjacent (always for contiguous tensors).
+  Expr inner_contiguous(const ir::Buffer& b) const;
   /// In-bounds condition of an index into a global tensor.
   Expr global_in_bounds(const ir::Buffer& b, const std::vector<Expr>& idx) const;
   /// Physical element index into a shared buffer (shared tile or promoted fragment); idx has the

@@ -94,9 +94,8 @@ ir::Stmt vector_copy(const LowerContext& cx, const ir::Region& src, const ir::Re
   int64_t rows = ds[0], cols = ds[1], per = 16 / dtype_bytes(g->dtype);
   int64_t vecs = rows * (cols / per);
   const SharedLayout& sl = cx.layouts.shared_layout(dst.buffer);
-  Expr last = g->shape.back();
   Expr col0 = lower_expr(cx, src.min.back());
-  Expr aligned = (last % per == 0) && (col0 % per == 0);
+  Expr aligned = cx.rows_aligned(g, per) && (col0 % per == 0);
   return strided_for(cx, vecs, [&](Expr v) {
     Var row("vr"), col("vc");
     std::vector<Expr> c = {Expr(row), Expr(col)};
@@ -150,6 +149,7 @@ ir::Stmt paired_store(const LowerContext& cx, const ir::Copy* op) {
   // Both in bounds and the pair's first element aligned for the wide store (even row length,
   // even column); otherwise element by element, dropping what is out of bounds.
   Expr both = cx.global_in_bounds(dst.buffer, idx1) && flat % 2 == 0;
+  if (!dst.buffer->strides.empty()) both = both && cx.inner_contiguous(dst.buffer);
   ir::Stmt fast =
       call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
   ir::Stmt slow = seq({write(cx, dst, c0, v0), write(cx, dst, coords(cx, l, r1), v1)});

@@ -308,8 +308,21 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
            seq(loads)});
   producer_iter = ir::Let::make(phase, (g / S) % 2, producer_iter);
   producer_iter = ir::Let::make(stage, g % S, producer_iter);
+  // The lets the loads' offsets read (PipelinePlan::producer_lets), evaluated here too.
+  auto lowered_lets = [&](const std::vector<ir::Stmt>& lets) {
+    std::vector<ir::Stmt> out;
+    for (const ir::Stmt& l : lets)
+      out.push_back(lower_stmt(cx, l));
+    return out;
+  };
+  if (!plan.producer_loop_lets.empty()) {
+    std::vector<ir::Stmt> it_lets = lowered_lets(plan.producer_loop_lets);
+    it_lets.push_back(producer_iter);
+    producer_iter = ir::Seq::make(it_lets);
+  }
   Expr n = lower_expr(cx, plan.loop->extent);
-  ir::Stmt producer_work = seq({seq(prologue), serial_for(k, Expr(0), n, producer_iter)});
+  ir::Stmt producer_work = seq({ir::Seq::make(lowered_lets(plan.producer_lets)), seq(prologue),
+                                serial_for(k, Expr(0), n, producer_iter)});
   if (persistent) {
     // Take a ticket; wait until the consumers are done with the previous tile's index and
     // prologue tiles; post the ticket (past the end: the consumers leave too).
@@ -336,7 +349,11 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     if (const auto* c = ir::as<ir::Copy>(b); !(c && plan.load_for(c))) work.push_back(b);
   // A loop that only accumulates one shared x shared wgmma keeps one group in flight: the
   // stage read by iteration k-1 is released once its group is known complete, in iteration k.
-  const auto* only_gemm = work.size() == 1 ? ir::as<ir::Gemm>(work[0]) : nullptr;
+  // (Flattened lets among the work are scalar statements: they do not count.)
+  std::vector<ir::Stmt> ops;
+  for (const ir::Stmt& b : work)
+    if (!ir::as<ir::Let>(b)) ops.push_back(b);
+  const auto* only_gemm = ops.size() == 1 ? ir::as<ir::Gemm>(ops[0]) : nullptr;
   bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
                  cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
   // Its accumulator's clear before the loop becomes scale-d = 0 on the first iteration's first

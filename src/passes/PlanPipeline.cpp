@@ -83,6 +83,60 @@ protected:
   void visit(const ir::Variable* v) override { uids.insert(v->uid); }
 };
 
+/// Picks the lets the producer must evaluate (PipelinePlan::producer_lets): those the loads'
+/// offsets and the loop's bounds read, directly or through other lets. False, with the reason,
+/// when one of them reads memory the producer cannot: a tile (the consumers' data) or a tensor
+/// the kernel writes.
+bool plan_producer_lets(const ir::KernelNode& k, const std::vector<ir::Stmt>& top, size_t loop_at,
+                        const std::vector<ir::Stmt>& loop_stmts, PipelinePlan& plan,
+                        std::string* why) {
+  std::set<uint64_t> written;
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+    if (const auto* st = ir::as<ir::Store>(s)) written.insert(st->buffer->uid);
+    if (const auto* c = ir::as<ir::Copy>(s)) written.insert(c->dst.buffer->uid);
+    if (const auto* a = ir::as<ir::AtomicAdd>(s)) written.insert(a->buffer->uid);
+    if (const auto* f = ir::as<ir::Fill>(s)) written.insert(f->dst.buffer->uid);
+  });
+  struct Reads : ir::IRVisitor {
+    using ir::IRVisitor::visit;
+    std::vector<ir::Buffer> buffers;
+    void visit(const ir::Load* l) override {
+      buffers.push_back(l->buffer);
+      ir::IRVisitor::visit(l);
+    }
+  };
+  VarUses need;
+  for (const TmaLoad& l : plan.loads)
+    for (const Expr& e : l.copy->src.min)
+      need.visit(e);
+  need.visit(plan.loop->min);
+  need.visit(plan.loop->extent);
+  auto pick = [&](const std::vector<ir::Stmt>& stmts, size_t end, std::vector<ir::Stmt>& out) {
+    for (size_t i = end; i-- > 0;) {
+      const auto* l = ir::as<ir::Let>(stmts[i]);
+      if (!l || l->body.defined() || !need.uids.count(ir::as<ir::Variable>(l->var)->uid)) continue;
+      Reads r;
+      r.visit(l->value);
+      for (const ir::Buffer& b : r.buffers)
+        if (b->scope != Scope::global || written.count(b->uid)) {
+          *why = "the TMA loads' offsets need let '" + ir::as<ir::Variable>(l->var)->name +
+                 "', whose value reads " + (b->scope == Scope::global ? "tensor '" : "tile '") +
+                 b->name + "' (" +
+                 (b->scope == Scope::global ? "written by the kernel"
+                                            : "not "
+                                              "visible to the producer") +
+                 ")";
+          return false;
+        }
+      need.visit(l->value);
+      out.insert(out.begin(), stmts[i]);
+    }
+    return true;
+  };
+  return pick(loop_stmts, loop_stmts.size(), plan.producer_loop_lets) &&
+         pick(top, loop_at, plan.producer_lets);
+}
+
 /// The first buffer that the producer would read but the consumers write, or null. The
 /// producer evaluates the loop's trip count and every TMA load's coordinates itself, running up
 /// to `stages` iterations ahead of the consumers, and never runs their statements. A shared
@@ -335,6 +389,14 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
                   "; a producer runs ahead of the consumers, so that read cannot be ordered";
     plan.loads.clear();
     plan.staged.clear();
+    return plan;
+  }
+  if (!plan_producer_lets(k, body->stmts, loop_at, loop_stmts, plan, &why)) {
+    plan.reason = why;
+    plan.loads.clear();
+    plan.staged.clear();
+    plan.producer_lets.clear();
+    plan.producer_loop_lets.clear();
     return plan;
   }
   plan.warp_specialized = true;

@@ -39,6 +39,9 @@ struct PipelinePlan {
   int stages = 1;
   std::vector<TmaLoad> loads; // loop loads, then prologue loads
   std::set<uint64_t> staged;  // shared buffers with one copy per stage
+  /// Flattened lets (FlattenLets.h) the producer evaluates too, because the loads' offsets or
+  /// the loop's bounds read them: top-level ones before the loop, and ones in the loop's body.
+  std::vector<ir::Stmt> producer_lets, producer_loop_lets;
   /// CTAs per thread-block cluster along grid y (the kernel's "cluster" annotation, honoured
   /// when some loop load can be multicast): the pair of blocks (bx, 2c) and (bx, 2c+1).
   int cluster = 1;

@@ -51,13 +51,73 @@ std::array<int64_t, 3> grid_extent(const Kernel& k, const std::vector<HostTensor
 void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
                const InterpretOptions& opts) {
   const ir::KernelNode& kn = k.node();
-  ir::Binding env = ir::bind_args(kn, describe(args));
+  if (!kn.scalars.empty())
+    user_error() << "kernel '" << kn.name << "' has scalar parameters; pass them with the "
+                 << "interpreter's Arg list (tp::interpret takes numbers for them)";
+  std::vector<Arg> a;
+  for (HostTensor* t : args)
+    a.push_back(Arg{t});
+  interpret_args(k, a, opts);
+}
+
+void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
+                    const InterpretOptions& opts) {
+  const ir::KernelNode& kn = k.node();
+  std::vector<ir::ParamRef> order = kn.launch_order();
+  if (all_args.size() != order.size())
+    user_error() << "kernel '" << kn.name << "' takes " << order.size()
+                 << (kn.scalars.empty() ? " tensors" : " arguments") << ", got " << all_args.size();
+  std::vector<const Arg*> args(kn.params.size());
+  std::vector<double> scalars(kn.scalars.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i].scalar) {
+      double v = all_args[i].scalar;
+      scalars[order[i].index] =
+          kn.scalars[order[i].index].dtype() == DType::f32 ? round_to(DType::f32, v) : v;
+    } else {
+      internal_assert(all_args[i].tensor) << "null tensor argument";
+      args[order[i].index] = &all_args[i];
+    }
+  }
+  std::vector<ir::ArgDesc> desc;
+  for (const Arg* a : args)
+    desc.push_back(a->view ? ir::ArgDesc{a->tensor->dtype(), a->shape, a->strides}
+                           : ir::ArgDesc{a->tensor->dtype(), a->tensor->shape()});
+  ir::Binding env = ir::bind_args(kn, desc);
+  ir::bind_scalars(kn, scalars, env);
+  // Element e (row-major) of argument i's view -> its flat index in the tensor's storage.
+  std::vector<std::vector<int64_t>> view_index(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i]->view) continue;
+    const std::vector<int64_t>& sh = desc[i].shape;
+    std::vector<int64_t> st = ir::element_strides(desc[i]);
+    int64_t n = 1;
+    for (int64_t e : sh)
+      n *= e;
+    std::vector<int64_t>& ix = view_index[i];
+    ix.resize(n);
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t off = args[i]->offset, rest = e;
+      for (int d = static_cast<int>(sh.size()) - 1; d >= 0; --d) {
+        off += (rest % sh[d]) * st[d];
+        rest /= sh[d];
+      }
+      if (off < 0 || off >= args[i]->tensor->numel())
+        user_error() << "kernel '" << kn.name << "': the view passed for tensor '"
+                     << kn.params[i]->name << "' (offset " << args[i]->offset
+                     << ") reaches element " << off << " of a tensor of "
+                     << args[i]->tensor->numel() << " elements";
+      ix[e] = off;
+    }
+  }
 
   CompileEnv cenv;
   cenv.print_out = opts.print_out;
-  std::vector<int> param_slots, dim_slots, block_slots;
+  std::vector<int> param_slots, dim_slots, block_slots, scalar_slots;
   for (const ir::Buffer& p : kn.params) param_slots.push_back(cenv.lay.buffer(p));
   for (const Var& d : kn.dims) dim_slots.push_back(cenv.lay.var(ir::as<ir::Variable>(d)->uid));
+  for (const Var& v : kn.scalars)
+    scalar_slots.push_back(cenv.lay.var(ir::as<ir::Variable>(v)->uid));
   for (const Var& b : kn.block_vars)
     block_slots.push_back(cenv.lay.var(ir::as<ir::Variable>(b)->uid));
   std::unique_ptr<CStmt> prog = compile_stmt(kn.body, cenv);
@@ -80,11 +140,17 @@ void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
         user_error() << "block (" << b[0] << ", " << b[1] << ", " << b[2]
                      << ") is outside the grid (" << g[0] << ", " << g[1] << ", " << g[2] << ")";
 
-  // Decode tensors once into exact doubles.
+  // Decode tensors once into exact doubles (a view is gathered into its own dense storage).
   std::vector<Storage> globals(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    globals[i].init(kn.params[i]->name, args[i]->dtype(), args[i]->shape());
-    for (int64_t e = 0; e < args[i]->numel(); ++e) globals[i].data[e] = args[i]->get(e);
+    const HostTensor& t = *args[i]->tensor;
+    globals[i].init(kn.params[i]->name, t.dtype(), desc[i].shape);
+    if (args[i]->view)
+      for (size_t e = 0; e < view_index[i].size(); ++e)
+        globals[i].data[e] = t.get(view_index[i][e]);
+    else
+      for (int64_t e = 0; e < t.numel(); ++e)
+        globals[i].data[e] = t.get(e);
   }
   std::set<uint64_t> written;
   bool atomics = false;
@@ -102,6 +168,8 @@ void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
     for (size_t i = 0; i < args.size(); ++i) c->buf[param_slots[i]] = &globals[i];
     for (size_t i = 0; i < dim_slots.size(); ++i)
       c->scalar[dim_slots[i]] = static_cast<double>(env.at(ir::as<ir::Variable>(kn.dims[i])->uid));
+    for (size_t i = 0; i < scalar_slots.size(); ++i)
+      c->scalar[scalar_slots[i]] = scalars[i];
     return c;
   };
 
@@ -140,7 +208,13 @@ void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
 
   for (size_t i = 0; i < args.size(); ++i) {
     if (!written.count(kn.params[i]->uid)) continue;
-    for (int64_t e = 0; e < args[i]->numel(); ++e) args[i]->set(e, globals[i].data[e]);
+    HostTensor& t = *args[i]->tensor;
+    if (args[i]->view)
+      for (size_t e = 0; e < view_index[i].size(); ++e)
+        t.set(view_index[i][e], globals[i].data[e]);
+    else
+      for (int64_t e = 0; e < t.numel(); ++e)
+        t.set(e, globals[i].data[e]);
   }
 }
 

@@ -22,6 +22,25 @@ struct InterpretOptions {
 void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
                const InterpretOptions& opts = {});
 
+/// One argument in launch order: a tensor (whole, or a strided view of it: element idx of the
+/// view is element offset + sum(idx[d] * strides[d]) of the tensor's flat storage) or the value
+/// of a scalar parameter.
+struct Arg {
+  HostTensor* tensor = nullptr; // null: a scalar
+  bool view = false;
+  int64_t offset = 0;
+  std::vector<int64_t> shape, strides;
+  double scalar = 0;
+};
+
+/// The same for kernels with scalar parameters or strided tensors (named apart so that
+/// `interpret(k, {&a, &b})` stays unambiguous). A view is read into the
+/// interpreter's own storage before the blocks run and its elements are written back after (only
+/// for tensors the kernel writes), so views of one tensor that a kernel both writes and reads
+/// must not overlap.
+void interpret_args(const Kernel& k, const std::vector<Arg>& args,
+                    const InterpretOptions& opts = {});
+
 /// The grid `k` launches for these arguments' shapes.
 std::array<int64_t, 3> grid_extent(const Kernel& k, const std::vector<HostTensor*>& args);
 

@@ -89,6 +89,13 @@ public:
       params.push_back(fmt::format("const __grid_constant__ tp::TensorMap tmap{}", i));
     for (const Var& d : k.dims)
       params.push_back("int " + var_name(ir::as<ir::Variable>(d)));
+    // Scalars by value, then the strides of strided tensors (CudaKernel::launch's order).
+    for (const Var& v : k.scalars)
+      params.push_back(
+          fmt::format("{} {}", value_type(v.dtype()), var_name(ir::as<ir::Variable>(v))));
+    for (const Buffer& b : k.params)
+      for (const Expr& st : b->strides)
+        params.push_back("int " + var_name(ir::as<ir::Variable>(st)));
     if (in_.plan.persistent) params.push_back("int* __restrict__ tp_sched");
     for (size_t i = 0; i < params.size(); ++i)
       os_ << (i ? ",\n    " : "") << params[i];
@@ -499,6 +506,14 @@ protected:
   }
 
   void visit(const ir::Let* op) override {
+    if (!op->body.defined()) { // flattened: in scope for the rest of the enclosing block
+      indent();
+      os_ << "const " << value_type(op->value.dtype()) << " "
+          << var_name(ir::as<ir::Variable>(op->var)) << " = ";
+      visit(op->value);
+      os_ << ";\n";
+      return;
+    }
     indent();
     os_ << "{\n";
     ++indent_;

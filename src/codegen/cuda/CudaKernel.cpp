@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "ir/ArgBinding.h"
 #include "runtime/Driver.h"
@@ -59,7 +60,8 @@ CUtensorMap encode(const TmaParam& p, const DeviceTensor& t) {
   cuuint64_t stride = static_cast<cuuint64_t>(eb);
   for (int i = 0; i < rank - 1; ++i) {
     stride *= dims[i];
-    strides[i] = stride;
+    // globalStrides[i] is the byte stride of dimension i + 1, innermost first.
+    strides[i] = t.strides.empty() ? stride : static_cast<cuuint64_t>(t.strides[rank - 2 - i]) * eb;
   }
   CUtensorMapSwizzle sw = p.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
                           : p.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
@@ -128,8 +130,17 @@ bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
   const LoweredKernel& lk = lowered(true);
   for (const TmaParam& p : lk.tmas) {
     const DeviceTensor& t = args.at(p.param);
-    int64_t row_bytes = t.shape.back() * dtype_bytes(t.dtype);
-    if (row_bytes % 16 != 0 || t.ptr % 16 != 0) return false;
+    int64_t eb = dtype_bytes(t.dtype);
+    if (t.ptr % 16 != 0) return false;
+    if (t.strides.empty()) {
+      if (t.shape.back() * eb % 16 != 0) return false;
+      continue;
+    }
+    if (t.strides.back() != 1) return false;
+    for (size_t d = 0; d + 1 < t.strides.size(); ++d)
+      if (t.strides[d] <= 0 || t.strides[d] * eb % 16 != 0 ||
+          t.strides[d] * eb >= (int64_t{1} << 40))
+        return false;
   }
   return true;
 }
@@ -139,21 +150,38 @@ const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args)
 }
 
 void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
+  launch(args, {}, stream);
+}
+
+void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars,
+                        CUstream stream) {
   const ir::KernelNode& k = kernel_.node();
+  if (scalars.size() != k.scalars.size())
+    user_error() << "kernel '" << k.name << "' takes " << k.scalars.size()
+                 << " scalar arguments, got " << scalars.size();
   std::vector<ir::ArgDesc> desc;
   for (const DeviceTensor& t : args)
-    desc.push_back({t.dtype, t.shape});
+    desc.push_back({t.dtype, t.shape, t.strides});
   ir::Binding env = ir::bind_args(k, desc);
+  ir::bind_scalars(k, scalars, env);
   for (size_t i = 0; i < args.size(); ++i) {
-    int64_t n = 1;
-    for (int64_t e : args[i].shape)
-      n *= e;
-    if (n >= (int64_t{1} << 31))
-      user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name << "' has " << n
-                   << " elements; generated kernels index with 32-bit integers (at most 2^31 - 1)";
+    // The largest element offset the kernel may form (32-bit index arithmetic).
+    std::vector<int64_t> st = ir::element_strides(desc[i]);
+    int64_t last = 0;
+    for (size_t d = 0; d < st.size(); ++d)
+      last += (args[i].shape[d] - 1) * st[d];
+    if (last >= (int64_t{1} << 31) - 1)
+      user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name
+                   << "' reaches element offset " << last
+                   << "; generated kernels index with 32-bit integers (at most 2^31 - 2)";
     if (args[i].ptr == 0)
       user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name
                    << "' has a null device pointer";
+    // Vector copies and paired stores assume an aligned base; a dense allocation always is.
+    if (!k.params[i]->strides.empty() && args[i].ptr % 16 != 0)
+      user_error() << "kernel '" << k.name << "': strided tensor '" << k.params[i]->name
+                   << "' starts at an address that is not 16-byte aligned (address % 16 = "
+                   << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
   Variant& v = variant(wants_tma(args));
   std::array<unsigned, 3> grid{1, 1, 1};
@@ -181,6 +209,25 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) 
     params.push_back(&m);
   for (auto& d : dims)
     params.push_back(&d);
+  // Scalars by value (4 bytes each: float or int), then the strided tensors' strides.
+  std::vector<uint32_t> scalar_bits(k.scalars.size());
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    if (k.scalars[i].dtype() == DType::f32) {
+      float f = static_cast<float>(scalars[i]);
+      std::memcpy(&scalar_bits[i], &f, 4);
+    } else {
+      int v = static_cast<int>(scalars[i]);
+      std::memcpy(&scalar_bits[i], &v, 4);
+    }
+  }
+  std::vector<int> strides;
+  for (const ir::Buffer& b : k.params)
+    for (const Expr& st : b->strides)
+      strides.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(st)->uid)));
+  for (auto& b : scalar_bits)
+    params.push_back(&b);
+  for (auto& st : strides)
+    params.push_back(&st);
   rt::LaunchConfig cfg;
   CUdeviceptr sched = 0;
   if (v.lowered->persistent) {

@@ -15,11 +15,13 @@
 
 namespace tp::cuda {
 
-/// A device tensor argument: its memory, dtype and shape (row-major, contiguous).
+/// A device tensor argument: its memory, dtype, shape and strides (elements, outermost first;
+/// empty = row-major contiguous, the only kind a parameter not declared strided takes).
 struct DeviceTensor {
   CUdeviceptr ptr = 0;
   DType dtype = DType::f32;
   std::vector<int64_t> shape;
+  std::vector<int64_t> strides = {};
 };
 
 /// Phases of getting a kernel ready to launch, in seconds.
@@ -41,6 +43,10 @@ public:
   /// Checks the arguments (dtype, shape, Dim bindings, alignment, 32-bit indexing), picks the
   /// variant, encodes tensor maps and launches on `stream`.
   void launch(const std::vector<DeviceTensor>& args, CUstream stream = nullptr);
+  /// The same for kernels with scalar parameters: `tensors` in params order, `scalars` in
+  /// k.scalars order (passed by value, f32 rounded, i32 must be integers).
+  void launch(const std::vector<DeviceTensor>& tensors, const std::vector<double>& scalars,
+              CUstream stream = nullptr);
   /// Compiles (and loads) the variant `args` need without launching; returns its timings.
   const CompileTimings& prepare(const std::vector<DeviceTensor>& args);
   const LoweredKernel& lowered(bool tma = true);
@@ -54,6 +60,8 @@ private:
     bool ready = false;
     unsigned persistent_grid_cap = 0; // persistent kernels: SMs x blocks that fit on one SM
   };
+  /// The TMA variant takes the launch when every TMA-loaded tensor has a 16-byte aligned
+  /// address and row pitch (strided: unit innermost stride and outer strides 16-byte multiples).
   bool wants_tma(const std::vector<DeviceTensor>& args);
   Variant& variant(bool tma);
 
