@@ -12,7 +12,7 @@
 
 #include <tilepilot/tilepilot.h>
 
-#include "lesson.h"
+#include "lesson.h" // what every lesson shares: check(), the napkin math, main()
 
 using namespace tp;
 
