@@ -13,13 +13,12 @@
 //                                            0, 64 and 5 rows
 //      build/example_10_batched_gemm --gpu   H200: 16 x 1024^3; 16 groups of 512..1536 rows
 //      build/example_10_batched_gemm --compile  no GPU: NVRTC for sm_90a, ptxas resources
-#include <cmath>
-#include <cstdio>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include <tilepilot/tilepilot.h>
+
+#include "lesson.h"
 
 using namespace tp;
 
@@ -71,44 +70,6 @@ Kernel grouped_gemm(const GemmConfig& c) {
   };
   return kernel("grouped_gemm", {A, B, tiles, C}, grid(ceildiv(N, c.bn), T), threads(c.threads),
                 body);
-}
-
-// |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.
-bool check(const char* what, const HostTensor& got,
-           const std::vector<std::pair<int64_t, double>>& want, double atol, double rtol) {
-  double max_err = 0, bad_got = 0, bad_want = 0;
-  int64_t bad = 0, bad_at = -1;
-  for (const auto& [i, w] : want) {
-    double g = got.get(i), err = std::fabs(g - w);
-    if (!(err <= atol + rtol * std::fabs(w)) && bad++ == 0) bad_at = i, bad_got = g, bad_want = w;
-    if (err > max_err) max_err = err;
-  }
-  std::printf("%s: %zu elements checked (atol %g, rtol %g), max error %.3g: ", what, want.size(),
-              atol, rtol, max_err);
-  if (bad == 0)
-    std::printf("pass\n");
-  else
-    std::printf("FAIL, %lld wrong, the first at flat index %lld: %g, want %g\n", (long long)bad,
-                (long long)bad_at, bad_got, bad_want);
-  return bad == 0;
-}
-
-// Napkin math of a memory-bound kernel: bytes read once and written once, against the
-// device-to-device copy bandwidth measured in this run.
-void report_bytes(const TimeResult& t, double bytes) {
-  double tbs = bytes / (t.median_ms * 1e-3) / 1e12, copy_tbs = measure_copy_bandwidth() / 1e3;
-  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.0f MB moved, %.2f TB/s = %.0f %% of "
-              "the %.2f TB/s device-to-device copy\n",
-              t.median_ms, t.samples_ms.size(), bytes / 1e6, tbs, 100 * tbs / copy_tbs, copy_tbs);
-}
-
-// Napkin math of a compute-bound kernel, against the H200's stated bf16 dense peak.
-void report_flops(const TimeResult& t, double flops) {
-  const double peak = 989; // TFLOP/s, H200 SXM bf16 dense tensor cores
-  double tf = flops / (t.median_ms * 1e-3) / 1e12;
-  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.1f GFLOP, %.0f TFLOP/s = %.0f %% of "
-              "the %.0f TFLOP/s bf16 peak\n",
-              t.median_ms, t.samples_ms.size(), flops / 1e9, tf, 100 * tf / peak, peak);
 }
 
 std::vector<std::pair<int64_t, double>> reference(const HostTensor& a, const HostTensor& b,
@@ -174,14 +135,11 @@ bool run_grouped(const std::vector<int64_t>& sizes, int64_t N, int64_t K, const 
   HostTensor a(bf16, {R, K}), b(bf16, {G, K, N}), out(bf16, {R, N});
   a.fill_random(4);
   b.fill_random(5);
-  std::vector<int64_t> at;
   if (!gpu) {
     out.poison();
     interpret(grouped_gemm(c), {a, b, z.tiles, out});
-    for (int64_t i = 0; i < R * N; ++i)
-      at.push_back(i);
-    return check("CPU grouped, rows 37 + 0 + 64 + 5, N 45, K 133", out,
-                 grouped_reference(a, b, z, at), kAtol, kRtol);
+    return lesson::check("CPU grouped, rows 37 + 0 + 64 + 5, N 45, K 133", out,
+                         grouped_reference(a, b, z, lesson::all(R * N)), kAtol, kRtol);
   }
   CompiledKernel ck = compile(grouped_gemm(c));
   DeviceArray da = DeviceArray::from(a), db = DeviceArray::from(b);
@@ -190,12 +148,9 @@ bool run_grouped(const std::vector<int64_t>& sizes, int64_t N, int64_t K, const 
   std::vector<Arg> args = {da, db, dt, dc};
   ck.launch(args);
   synchronize();
-  at = {0, R * N - 1};
-  for (int64_t s = 0; s < 254; ++s)
-    at.push_back((s * 2654435761LL) % (R * N));
-  bool ok = check("GPU grouped (256 samples)", dc.to_host(), grouped_reference(a, b, z, at), kAtol,
-                  kRtol);
-  report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * R * N * K);
+  bool ok = lesson::check("GPU grouped (256 samples)", dc.to_host(),
+                          grouped_reference(a, b, z, lesson::sample(R * N)), kAtol, kRtol);
+  lesson::report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * R * N * K);
   return ok;
 }
 
@@ -214,10 +169,8 @@ bool run_cpu() {
   b.fill_random(2);
   c.poison();
   interpret(batched_gemm({64, 64, 32, 2, 128}), {a, b, c});
-  std::vector<int64_t> all;
-  for (int64_t i = 0; i < G * M * N; ++i)
-    all.push_back(i);
-  bool ok = check("CPU 3 x 77 x 45 x 133", c, reference(a, b, all), kAtol, kRtol);
+  bool ok = lesson::check("CPU 3 x 77 x 45 x 133", c, reference(a, b, lesson::all(G * M * N)),
+                          kAtol, kRtol);
   return run_grouped({37, 0, 64, 5}, 45, 133, {32, 32, 32, 2, 128}, false) && ok;
 }
 
@@ -237,48 +190,14 @@ bool run_gpu() {
   std::vector<Arg> args = {da, db, dc};
   ck.launch(args);
   synchronize();
-  std::vector<int64_t> sample = {0, G * M * N - 1};
-  for (int64_t s = 0; s < 254; ++s)
-    sample.push_back((s * 2654435761LL) % (G * M * N));
-  bool ok =
-      check("GPU 16 x 1024^3 (256 samples)", dc.to_host(), reference(a, b, sample), kAtol, kRtol);
-  report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * G * M * N * K);
+  bool ok = lesson::check("GPU 16 x 1024^3 (256 samples)", dc.to_host(),
+                          reference(a, b, lesson::sample(G * M * N)), kAtol, kRtol);
+  lesson::report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * G * M * N * K);
   return run_grouped(gpu_group_sizes(), N, K, {128, 256, 64, 4, 256}, true) && ok;
 }
 
 } // namespace
 
-// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
-// GPU, and prints what ptxas reports.
-bool compile_only() {
-  for (const Kernel& k : gpu_kernels()) {
-    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
-    Resources r = ck.resources();
-    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
-                "memory%s\n",
-                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
-                r.wgmma_serialized ? ", wgmma serialized" : "");
-  }
-  return true;
-}
-
 int main(int argc, char** argv) {
-  std::string mode = argc == 2 ? argv[1] : "";
-  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
-    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
-    return 2;
-  }
-  try {
-    std::string why;
-    if (mode == "--gpu" && !gpu_available(&why)) {
-      std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
-                   why.c_str());
-      return 2;
-    }
-    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
-    return ok ? 0 : 1;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
-    return 1;
-  }
+  return lesson::main(argc, argv, run_cpu, run_gpu, gpu_kernels);
 }

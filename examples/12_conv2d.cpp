@@ -9,13 +9,12 @@
 //      build/example_12_conv2d --gpu   H200: 128 x 64 x 64 x 128 -> 128, 3 x 3, stride 1, pad 1
 //      build/example_12_conv2d --compile  no GPU: NVRTC for sm_90a, ptxas resources
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include <tilepilot/tilepilot.h>
+
+#include "lesson.h"
 
 using namespace tp;
 
@@ -62,44 +61,6 @@ Kernel conv2d(const Conv& v, const GemmConfig& c) {
                 threads(c.threads), body);
 }
 
-// |got - want| <= atol + rtol |want| at every checked (flat index, value) pair; NaN fails.
-bool check(const char* what, const HostTensor& got,
-           const std::vector<std::pair<int64_t, double>>& want, double atol, double rtol) {
-  double max_err = 0, bad_got = 0, bad_want = 0;
-  int64_t bad = 0, bad_at = -1;
-  for (const auto& [i, w] : want) {
-    double g = got.get(i), err = std::fabs(g - w);
-    if (!(err <= atol + rtol * std::fabs(w)) && bad++ == 0) bad_at = i, bad_got = g, bad_want = w;
-    if (err > max_err) max_err = err;
-  }
-  std::printf("%s: %zu elements checked (atol %g, rtol %g), max error %.3g: ", what, want.size(),
-              atol, rtol, max_err);
-  if (bad == 0)
-    std::printf("pass\n");
-  else
-    std::printf("FAIL, %lld wrong, the first at flat index %lld: %g, want %g\n", (long long)bad,
-                (long long)bad_at, bad_got, bad_want);
-  return bad == 0;
-}
-
-// Napkin math of a memory-bound kernel: bytes read once and written once, against the
-// device-to-device copy bandwidth measured in this run.
-void report_bytes(const TimeResult& t, double bytes) {
-  double tbs = bytes / (t.median_ms * 1e-3) / 1e12, copy_tbs = measure_copy_bandwidth() / 1e3;
-  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.0f MB moved, %.2f TB/s = %.0f %% of "
-              "the %.2f TB/s device-to-device copy\n",
-              t.median_ms, t.samples_ms.size(), bytes / 1e6, tbs, 100 * tbs / copy_tbs, copy_tbs);
-}
-
-// Napkin math of a compute-bound kernel, against the H200's stated bf16 dense peak.
-void report_flops(const TimeResult& t, double flops) {
-  const double peak = 989; // TFLOP/s, H200 SXM bf16 dense tensor cores
-  double tf = flops / (t.median_ms * 1e-3) / 1e12;
-  std::printf("GPU: %.3f ms (median of %zu, L2 flushed), %.1f GFLOP, %.0f TFLOP/s = %.0f %% of "
-              "the %.0f TFLOP/s bf16 peak\n",
-              t.median_ms, t.samples_ms.size(), flops / 1e9, tf, 100 * tf / peak, peak);
-}
-
 // Y[p, f] in fp64 for the given flat indices of Y, straight from the definition.
 std::vector<std::pair<int64_t, double>>
 reference(const Conv& v, const HostTensor& x, const HostTensor& w, const std::vector<int64_t>& at) {
@@ -132,10 +93,8 @@ bool run_cpu() {
   w.fill_random(2);
   y.poison();
   interpret(conv2d(v, {32, 16, 32, 2, 128}), {x, w, y});
-  std::vector<int64_t> all;
-  for (int64_t i = 0; i < P * v.F; ++i)
-    all.push_back(i);
-  return check("CPU 2 x 9 x 11 x 8, 3 x 3 / 2", y, reference(v, x, w, all), kAtol, kRtol);
+  return lesson::check("CPU 2 x 9 x 11 x 8, 3 x 3 / 2", y, reference(v, x, w, lesson::all(P * v.F)),
+                       kAtol, kRtol);
 }
 
 const Conv kGpuConv{64, 64, 128, 128, 3, 3, 1, 1};
@@ -157,48 +116,14 @@ bool run_gpu() {
   std::vector<Arg> args = {dx, dw, dy};
   ck.launch(args);
   synchronize();
-  std::vector<int64_t> sample = {0, P * v.F - 1};
-  for (int64_t s = 0; s < 254; ++s)
-    sample.push_back((s * 2654435761LL) % (P * v.F));
-  bool ok = check("GPU 128 x 64 x 64 x 128 (256 samples)", dy.to_host(), reference(v, x, w, sample),
-                  kAtol, kRtol);
-  report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * P * v.F * v.K());
+  bool ok = lesson::check("GPU 128 x 64 x 64 x 128 (256 samples)", dy.to_host(),
+                          reference(v, x, w, lesson::sample(P * v.F)), kAtol, kRtol);
+  lesson::report_flops(time(ck, args, {.runs = 20, .flush_l2 = true}), 2.0 * P * v.F * v.K());
   return ok;
 }
 
 } // namespace
 
-// --compile: lowers the --gpu kernels and compiles them with NVRTC for sm_90a, which needs no
-// GPU, and prints what ptxas reports.
-bool compile_only() {
-  for (const Kernel& k : gpu_kernels()) {
-    CompiledKernel ck = compile(k, {.arch = "sm_90a"});
-    Resources r = ck.resources();
-    std::printf("sm_90a: %d threads, %d registers, %d spill bytes, %lld + %d bytes of shared "
-                "memory%s\n",
-                r.threads, r.registers, r.spill_bytes, (long long)r.smem_dynamic, r.smem_static,
-                r.wgmma_serialized ? ", wgmma serialized" : "");
-  }
-  return true;
-}
-
 int main(int argc, char** argv) {
-  std::string mode = argc == 2 ? argv[1] : "";
-  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
-    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
-    return 2;
-  }
-  try {
-    std::string why;
-    if (mode == "--gpu" && !gpu_available(&why)) {
-      std::fprintf(stderr, "%s: --gpu needs a CUDA GPU, and none can be used here: %s\n", argv[0],
-                   why.c_str());
-      return 2;
-    }
-    bool ok = mode == "--gpu" ? run_gpu() : mode == "--compile" ? compile_only() : run_cpu();
-    return ok ? 0 : 1;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
-    return 1;
-  }
+  return lesson::main(argc, argv, run_cpu, run_gpu, gpu_kernels);
 }
