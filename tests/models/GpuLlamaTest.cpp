@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "codegen/cpu/Interpreter.h"
+#include "ir/IR.h"
 #include "llama/DeviceExec.h"
 #include "llama/HostExec.h"
 #include "llama/Llama.h"
