@@ -2,6 +2,8 @@
 // reductions until nothing changes.
 #include "passes/InferLayouts.h"
 
+#include <set>
+
 #include <sstream>
 
 #include "ir/IRPrinter.h"
@@ -167,7 +169,11 @@ private:
       auto swizzlable = [](const Buffer& b) {
         return b->const_shape().back() * dtype_bytes(b->dtype) % 32 == 0;
       };
-      shape_ok = shape_ok && swizzlable(B) && (A->scope != Scope::shared || swizzlable(A));
+      // The N values device/arch/sm90/wgmma_ops.cuh has wrappers for (N_VALUES in
+      // scripts/gen_wgmma.py; keep the two lists equal).
+      static const std::set<int64_t> kWgmmaN = {16, 32, 64, 96, 128, 192, 256};
+      shape_ok = shape_ok && kWgmmaN.count(N) && swizzlable(B) &&
+                 (A->scope != Scope::shared || swizzlable(A));
       if (shape_ok && B->scope == Scope::shared) {
         if (A->scope == Scope::shared) {
           kind = GemmKind::wgmma_ss;
@@ -265,6 +271,13 @@ private:
     // Rows-fragments accessed in a loop whose anchor lives in shared memory: fine (shared).
   }
 
+  /// A tile as a matrix: its last dimension is the columns, all others together the rows.
+  static std::pair<int64_t, int64_t> rows_and_cols(const Buffer& b) {
+    std::vector<int64_t> s = b->const_shape();
+    int64_t cols = s.empty() ? 1 : s.back();
+    return {cols ? b->const_elements() / cols : 0, cols};
+  }
+
   void assign_shared_layouts() {
     std::set<uint64_t> tensor_core_operands;
     for (const auto& [g, kind] : info_.gemms)
@@ -273,19 +286,18 @@ private:
         tensor_core_operands.insert(g->b.buffer->uid);
       }
     for (const Buffer& b : shared_) {
-      std::vector<int64_t> s = b->const_shape();
       int eb = dtype_bytes(b->dtype);
-      int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.size() == 2 ? s[1] : b->const_elements();
-      if (s.size() == 3) rows = s[0] * s[1], cols = s[2];
+      auto [rows, cols] = rows_and_cols(b);
       bool swz = tensor_core_operands.count(b->uid) && (cols * eb) % 32 == 0;
       info_.shared[b->uid] = swz ? SharedLayout::swizzled(rows, cols, eb)
                                  : SharedLayout::linear(rows, cols, eb);
     }
     for (const Buffer& f : fragments_)
       if (info_.promoted.count(f->uid)) {
-        std::vector<int64_t> s = f->const_shape();
-        int64_t rows = s.size() >= 2 ? s[0] : 1;
-        int64_t cols = f->const_elements() / rows;
+        // Rows are all leading dimensions together, as for shared tiles: element (i, j, l) of
+        // an [a, b, c] tile is row i * b + j, column l (rows = a alone gave rank-3 fragments a
+        // row stride of b * c, found by the random-program GPU comparison).
+        auto [rows, cols] = rows_and_cols(f);
         info_.shared[f->uid] = SharedLayout::linear(rows, cols, dtype_bytes(f->dtype));
       }
   }

@@ -1,4 +1,4 @@
-// Shared-memory placement with scope-based reuse.
+// Shared-memory placement: every shared buffer gets its own space (see Placer).
 #include "passes/PlanSharedMemory.h"
 
 #include <algorithm>
@@ -20,7 +20,11 @@ int64_t align(int64_t x, int64_t a) {
   return (x + a - 1) / a * a;
 }
 
-/// Walks scopes; a buffer's space is free again when its enclosing Seq ends.
+/// Walks scopes, giving every shared buffer its own space. Space is not reused when a scope
+/// ends: threads still writing a dead tile would race with threads already writing the next one
+/// placed there, and no barrier orders the two (InsertBarriers sees two different buffers). The
+/// random-program GPU comparison found such a race (an `if` scope's tile, then a tile placed on
+/// it). Reuse can come back together with a barrier at the scope's end.
 class Placer : public ir::IRVisitor {
 public:
   Placer(const LayoutInfo& l, const PipelinePlan& p, SmemPlan& out) : l_(l), p_(p), out_(out) {}
@@ -30,12 +34,6 @@ public:
   using IRVisitor::visit;
 
 protected:
-  void visit(const ir::Seq* op) override {
-    int64_t saved = top_;
-    for (const ir::Stmt& s : op->stmts)
-      visit(s);
-    top_ = saved; // everything allocated in this scope is dead now
-  }
   void visit(const ir::Allocate* op) override {
     const ir::Buffer& b = op->buffer;
     if (!l_.in_shared(b)) return;
