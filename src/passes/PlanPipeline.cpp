@@ -364,10 +364,19 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
     if (const auto* c = ir::as<ir::Copy>(body->stmts[i]);
         c && c->src.buffer->scope == Scope::global && c->dst.buffer->scope == Scope::shared)
       if (auto l = tma_load(k, c, layouts, &why)) plan.loads.push_back(*l);
-  // A tile the producer fills must not be written by anything else.
+  // A tile the producer fills must not be written by anything else, and must be filled by one
+  // copy only: the producer issues an iteration's copies ahead of the consumers, so a second
+  // copy into the same tile would overwrite what the consumers read between the two (found by
+  // the random-program GPU comparison, seed 1587 of 9021ab7).
   std::set<uint64_t> fed;
   for (const TmaLoad& l : plan.loads)
-    fed.insert(l.copy->dst.buffer->uid);
+    if (!fed.insert(l.copy->dst.buffer->uid).second) {
+      plan.reason = "shared tile '" + l.copy->dst.buffer->name +
+                    "' is filled by more than one copy of the pipeline";
+      plan.loads.clear();
+      plan.staged.clear();
+      return plan;
+    }
   bool ok = true;
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
     if (const auto* c = ir::as<ir::Copy>(s);

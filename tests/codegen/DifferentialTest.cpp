@@ -214,3 +214,35 @@ TEST_P(GpuRule, InterpreterAndCudaAgree) {
 INSTANTIATE_TEST_SUITE_P(GpuDifferential, GpuRule, testing::ValuesIn(case_names()), param_name);
 
 } // namespace
+
+// Two copies into one shared tile in a pipelined loop, with a read between them: the TMA
+// producer would issue both ahead of the consumers, so the loop is not warp-specialized (the
+// plain loop keeps program order), while the same loop with one copy per tile still is.
+TEST(CudaCompileSemanticsWarpRoles, TileFilledTwicePerIterationIsNotWarpSpecialized) {
+  auto build = [](bool twice) {
+    Dim M("M"), N("N"), K("K");
+    Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+    return kernel("twice", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                  [&](Var bx, Var by) {
+                    Tile As = alloc_shared({64, 32}, bf16);
+                    Tile Bs = alloc_shared({32, 64}, bf16);
+                    Tile acc = alloc_fragment({64, 64}, f32);
+                    clear(acc);
+                    pipelined(ceildiv(K, 32), 2, [&](Var k) {
+                      copy(A.tile(by * 64, k * 32), As);
+                      copy(B.tile(k * 32, bx * 64), Bs);
+                      gemm(As, Bs, acc);
+                      if (twice) copy(B.tile(k * 32 + 1, bx * 64), Bs);
+                    });
+                    copy(acc, C.tile(by * 64, bx * 64));
+                  });
+  };
+  passes::Target t = passes::Target::parse("sm_90a");
+  for (bool twice : {true, false}) {
+    Kernel k = build(twice);
+    passes::LayoutInfo l = passes::infer_layouts(k.node(), t);
+    passes::PipelinePlan p = passes::plan_pipeline(k.node(), l, t);
+    EXPECT_EQ(p.warp_specialized, !twice) << p.reason;
+    if (twice) EXPECT_NE(p.reason.find("filled by more than one copy"), std::string::npos) << p.reason;
+  }
+}
