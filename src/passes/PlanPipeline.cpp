@@ -408,6 +408,22 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
     plan.producer_loop_lets.clear();
     return plan;
   }
+  // A gemm under a condition inside the loop: the consumers' warpgroup-wide wgmma sequence and
+  // its fences are laid out for gemms at the loop's top level; one in a branch faulted on the
+  // H200 (illegal instruction, random program 978 of 9021ab7), so such loops run unspecialized.
+  for (const ir::Stmt& s : loop_stmts)
+    if (ir::as<ir::IfThenElse>(s)) {
+      bool gemm = false;
+      ir::for_each_stmt(s, [&](const ir::Stmt& x) { gemm = gemm || ir::as<ir::Gemm>(x); });
+      if (gemm) {
+        plan.reason = "a gemm inside a conditional of the pipelined loop";
+        plan.loads.clear();
+        plan.staged.clear();
+        plan.producer_lets.clear();
+        plan.producer_loop_lets.clear();
+        return plan;
+      }
+    }
   plan.warp_specialized = true;
   plan_cluster(k, plan);
   plan_persistent(k, plan);

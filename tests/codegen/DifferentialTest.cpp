@@ -246,3 +246,28 @@ TEST(CudaCompileSemanticsWarpRoles, TileFilledTwicePerIterationIsNotWarpSpeciali
     if (twice) EXPECT_NE(p.reason.find("filled by more than one copy"), std::string::npos) << p.reason;
   }
 }
+
+// A gemm inside a conditional of the pipelined loop runs unspecialized (it faulted on the H200
+// when warp-specialized: random program 978 of 9021ab7).
+TEST(CudaCompileSemanticsWarpRoles, GemmUnderAConditionInTheLoopIsNotWarpSpecialized) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  Kernel k = kernel("cond_gemm", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16);
+                      Tile Bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      pipelined(ceildiv(K, 32), 2, [&](Var kk) {
+                        copy(A.tile(by * 64, kk * 32), As);
+                        copy(B.tile(kk * 32, bx * 64), Bs);
+                        if_then(bx == 0, [&] { gemm(As, Bs, acc); });
+                      });
+                      copy(acc, C.tile(by * 64, bx * 64));
+                    });
+  passes::Target t = passes::Target::parse("sm_90a");
+  passes::LayoutInfo l = passes::infer_layouts(k.node(), t);
+  passes::PipelinePlan p = passes::plan_pipeline(k.node(), l, t);
+  EXPECT_FALSE(p.warp_specialized);
+  EXPECT_NE(p.reason.find("gemm inside a conditional"), std::string::npos) << p.reason;
+}
