@@ -2,7 +2,8 @@
 // one copy per pipeline stage for staged tiles) and the pipeline's mbarriers in the block's
 // dynamic shared memory. Tiles are 1024-byte aligned (the 128-byte swizzle repeats every 1024
 // bytes and TMA/wgmma address it absolutely). Buffers never share space (a reused tile would
-// need a barrier at the end of the dead one's scope). Over the target's limit is a user error that lists the buffers.
+// need a barrier at the end of the dead one's scope). Over the target's limit is a user error that
+// lists the buffers.
 #pragma once
 #include <map>
 

@@ -102,7 +102,8 @@ TEST(GpuKernelParams, TableGemmMatchesInterpreter) {
   HostTensor a(bf16, {256, 96}), b(bf16, {96, 128}), rows(i32, {4});
   a.fill_random(6);
   b.fill_random(7);
-  for (int g = 0; g < 4; ++g) rows.set(g, (3 - g) * 64);
+  for (int g = 0; g < 4; ++g)
+    rows.set(g, (3 - g) * 64);
   for (bool from_tile : {false, true}) {
     Kernel k = test::table_gemm(from_tile);
     HostTensor want(f32, {256, 128});

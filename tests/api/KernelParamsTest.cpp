@@ -288,7 +288,8 @@ TEST(Let, TableGemmMatchesReference) {
     HostTensor c(f32, {128, 64});
     c.poison();
     interpret(test::table_gemm(from_tile), {a, b, c, rows});
-    for (int64_t i = 0; i < c.numel(); ++i) ASSERT_NEAR(c.get(i), ref.get(i), 1e-3) << i;
+    for (int64_t i = 0; i < c.numel(); ++i)
+      ASSERT_NEAR(c.get(i), ref.get(i), 1e-3) << i;
   }
 }
 

@@ -243,7 +243,8 @@ TEST(CudaCompileSemanticsWarpRoles, TileFilledTwicePerIterationIsNotWarpSpeciali
     passes::LayoutInfo l = passes::infer_layouts(k.node(), t);
     passes::PipelinePlan p = passes::plan_pipeline(k.node(), l, t);
     EXPECT_EQ(p.warp_specialized, !twice) << p.reason;
-    if (twice) EXPECT_NE(p.reason.find("filled by more than one copy"), std::string::npos) << p.reason;
+    if (twice)
+      EXPECT_NE(p.reason.find("filled by more than one copy"), std::string::npos) << p.reason;
   }
 }
 
