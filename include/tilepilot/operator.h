@@ -1,0 +1,186 @@
+// The Operator interface: everything the commands, the tuner, the pilot and dispatch know about
+// one operator, owned by the operator. Built-in operators live in src/ops/<name>/; a user's live
+// in a plug-in (tilepilot/plugin.h). The layers above iterate over the registry and never name
+// an operator: a new operator is one class and one registration.
+//
+// An operator's kernel arguments are its parameters in order: inputs, then outputs (outputs()
+// says which). Host calls pass HostTensors, device calls DeviceTensors, in that same order.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilepilot/device.h"
+#include "tilepilot/lang.h"
+#include "tilepilot/problem.h"
+#include "tilepilot/tensor.h"
+
+namespace tp::ops {
+
+/// One tuning knob, defined once: what the tuner searches on an arch (`values`), what a config
+/// may set (`min`..`max`, checked by validate_knobs), and what leaving it out means (`neutral`:
+/// swizzle 0, cluster 1).
+struct Knob {
+  std::string name;
+  std::vector<int64_t> values;
+  std::string help;
+  int64_t min = 0, max = 0; // both 0: exactly the values in `values`
+  int64_t neutral = 0;
+  bool accepts(int64_t v) const;
+};
+
+/// A box of an output tensor: per dimension [min, min + extent).
+struct Box {
+  int tensor; // index into the kernel parameters
+  std::vector<int64_t> min, extent;
+};
+
+/// A config's cost before compiling, for pruning a tuning space. Zero means "not modelled":
+/// the compiler's report after compiling is the ground truth either way.
+struct Estimate {
+  int64_t smem_bytes = 0;     // dynamic shared memory
+  int64_t acc_regs = 0;       // fp32 registers per thread held by accumulators
+  int64_t reg_budget = 0;     // the most acc_regs may be before the kernel spills
+  int64_t live_regs = 0;      // registers that are surely live at once (checked against the
+                              // block's share of the register file)
+  int64_t block_threads = 0;  // threads per block, any producer warps included
+  std::string divisibility;   // why the tile does not divide over the arch's MMA units
+};
+
+/// The framework operator - what a user of the framework runs today - on device tensors. It is
+/// both the baseline ours is timed against and the fallback dispatch runs.
+class Framework {
+public:
+  virtual ~Framework() = default;
+  /// "cuBLASLt 13.1.0", "cuDNN 9.14.0", "torch-equivalent unfused kernels".
+  virtual std::string name() const = 0;
+  /// Why a stand-in runs instead of the framework's own implementation ("cuDNN does not run
+  /// D=48"); "" when it is the framework's own.
+  virtual std::string note() const { return ""; }
+  bool is_vendor() const { return note().empty(); }
+  /// Enqueues the operator over `args` (the kernel's parameter order) on `stream` (a CUstream;
+  /// null: the default stream). Outputs are written in their own dtype.
+  virtual void run(const std::vector<DeviceTensor>& args, Stream stream) = 0;
+};
+
+struct FrameworkOptions {
+  /// Libraries to treat as missing ("cuBLASLt", "cuDNN"): tests of the degraded paths.
+  std::set<std::string> disabled_libraries;
+  /// False: the stand-in even where the vendor library runs (to test that stand-in).
+  bool allow_vendor = true;
+  /// Reports a degraded path once per key (a library missing, a problem it refuses).
+  std::function<void(const std::string& key, const std::string& line)> note;
+};
+
+class Operator {
+public:
+  virtual ~Operator() = default;
+
+  // --- identity and problems -------------------------------------------------------------
+  virtual std::string name() const = 0;
+  virtual std::string summary() const = 0;
+  /// Shape keys with their meaning, e.g. {"M", "rows of A and C"}.
+  virtual std::vector<std::pair<std::string, std::string>> shape_keys() const = 0;
+  /// Builds a validated problem from `key=value` pairs; user error naming the bad key.
+  virtual Problem parse(const std::map<std::string, std::string>& kv, DType dtype) const = 0;
+  /// The problem a call on tensors of these shapes and dtypes (parameter order) with these
+  /// options means; user error naming the tensor that does not fit. Default: the operator
+  /// cannot be dispatched from tensors.
+  virtual Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
+                              const std::vector<DType>& dtypes,
+                              const std::map<std::string, std::string>& options) const;
+  /// A short label of the problem's variant for reports ("causal", "padded"); "none" default.
+  virtual std::string variant_label(const Problem&) const { return "none"; }
+
+  // --- knobs -----------------------------------------------------------------------------
+  /// The knobs on `arch` ("cpu", "sm_80", "sm_90a"), each with the values the tuner searches
+  /// there and the range a config may set.
+  virtual std::vector<Knob> knobs(const std::string& arch) const = 0;
+  /// The config used when none is given, for `arch`.
+  virtual Config default_config(const Problem& p, const std::string& arch) const = 0;
+  /// User error when `c` is not valid for `p` beyond the knobs' own ranges (a tile that does
+  /// not divide, threads that do not fit).
+  virtual void validate(const Problem& p, const Config& c) const = 0;
+
+  // --- the kernel ------------------------------------------------------------------------
+  virtual Kernel build(const Problem& p, const Config& c) const = 0;
+  /// Kernel arguments in parameter order: inputs random (seeded), outputs poisoned.
+  virtual std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const = 0;
+  /// Indices of the arguments that are outputs.
+  virtual std::vector<int> outputs(const Problem& p) const = 0;
+  /// The output boxes block (x, y, z) writes.
+  virtual std::vector<Box> block_outputs(const Problem& p, const Config& c,
+                                         const std::array<int64_t, 3>& block) const = 0;
+  /// The launch grid: by default the built kernel's own grid with its Dims bound by the
+  /// shapes of make_args' tensors.
+  virtual std::array<int64_t, 3> grid(const Problem& p, const Config& c) const;
+  virtual double flops(const Problem& p) const = 0;
+  /// Bytes the operator must move at least (inputs read once, outputs written once).
+  virtual double min_bytes(const Problem& p) const = 0;
+  /// Why `p` has no kernel for GPU arch `arch` although the interpreter runs it ("" when it
+  /// has one): checked before anything is compiled.
+  virtual std::string unsupported_on(const Problem&, const std::string& /*arch*/) const {
+    return "";
+  }
+
+  // --- correctness -----------------------------------------------------------------------
+  /// fp64 reference of output `box.tensor` over `box` (row-major within the box).
+  virtual std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& args,
+                                        const Box& box) const = 0;
+  /// Default tolerance for dtype (atol, rtol), before scaling by the reduction length.
+  virtual std::pair<double, double> tolerance(DType t) const;
+  /// Terms summed into one output element (GEMM: K), which the default f32 tolerance scales
+  /// with (see default_tolerance in Check.h).
+  virtual int64_t reduction_length(const Problem&) const { return 1; }
+  /// An fp32 reference of the outputs on the GPU, written to `out_f32` (one f32 device tensor
+  /// per output, in outputs() order), for checks too large for the fp64 one. False: none.
+  virtual bool gpu_reference(const Problem&, const std::vector<DeviceTensor>& /*args*/,
+                             const std::vector<DeviceTensor>& /*out_f32*/, Stream) const {
+    return false;
+  }
+
+  // --- the framework operator ------------------------------------------------------------
+  /// What the framework operator is called in reports and release manifests ("cuBLASLt").
+  virtual std::string framework_name() const = 0;
+  /// The framework operator for `p` on the current GPU. User error saying what is missing
+  /// when none can run (no GPU, a dtype it does not take).
+  virtual std::unique_ptr<Framework> framework(const Problem& p,
+                                               const FrameworkOptions& o) const = 0;
+  /// The framework operator on host tensors: by default the fp64 reference over every output
+  /// box of the interpreter's default config, rounded once into the outputs' dtype.
+  virtual void run_host_framework(const Problem& p, std::vector<HostTensor>& args) const;
+
+  // --- tuning ----------------------------------------------------------------------------
+  /// Shape keys that choose a different kernel rather than a size (a head dim, a mask flag):
+  /// exact in tuning keys, and never borrowed across when a model shape takes a near config.
+  virtual std::set<std::string> exact_keys() const { return {}; }
+  /// The problem a tuning key is made of: by default `p`. An operator folds keys here that
+  /// only matter together (grouped heads: H / Hkv) or not at all (per-batch lengths).
+  virtual Problem tuning_problem(const Problem& p) const { return p; }
+  /// Pre-compile cost of `c` on `arch`. Default: the kernel lowered for `arch` (no NVRTC):
+  /// its shared memory and block size, with registers not modelled.
+  virtual Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const;
+  /// Shape-aware preference among configs (higher is tried first); 0 when there is none.
+  virtual double score(const Problem&, const Config&, int /*sm_count*/) const { return 0; }
+};
+
+/// User error naming the knob when `c` sets one `op` does not have on `arch` or a value
+/// outside its range.
+void validate_knobs(const Operator& op, const Config& c, const std::string& arch);
+
+/// Adds `op` to the registry. User error when an operator of that name exists.
+void register_operator(std::shared_ptr<const Operator> op, const std::string& origin = "");
+/// The operator called `name`; user error listing the known ones.
+const Operator& find_operator(const std::string& name);
+/// Every registered operator: the built-in ones first, then plug-ins in load order.
+std::vector<const Operator*> all_operators();
+/// Where `name` comes from: "built-in" or the plug-in's path.
+std::string operator_origin(const std::string& name);
+
+} // namespace tp::ops
