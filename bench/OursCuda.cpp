@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "BenchHarness.h"
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Driver.h"
 

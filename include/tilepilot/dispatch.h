@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -106,6 +107,12 @@ public:
   /// tensor that does not fit.
   void run(const std::string& op, const std::vector<HostTensor*>& args,
            const std::map<std::string, std::string>& options = {});
+  /// The same for a braced list, `run("softcap", {&x, &y})`: without it a two-element list
+  /// would also read as an iterator pair of the device overload's vector.
+  void run(const std::string& op, std::initializer_list<HostTensor*> args,
+           const std::map<std::string, std::string>& options = {}) {
+    run(op, std::vector<HostTensor*>(args), options);
+  }
   /// The same on device tensors, enqueued on `stream` (a CUstream; null: the default stream).
   void run(const std::string& op, const std::vector<DeviceView>& args,
            const std::map<std::string, std::string>& options = {}, void* stream = nullptr);

@@ -122,7 +122,7 @@ ModelRunResult run_llama(const ModelRunOptions& o) {
     kernel_d.pin(
         op, o.device ? ops::current_device() : ops::DeviceIdentity{"CPU interpreter", "cpu"}, pins);
   for (const char* op : {"gemm", "attention"}) {
-    if (!o.ops.count(op))
+    if (!o.ops.empty() && !o.ops.count(op))
       kernel_d.force_fallback(op, true);
     else if (o.pin_defaults && !kernel_d.has_release(op))
       pin_defaults(kernel_d, op, m, o.device);

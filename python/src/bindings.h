@@ -7,12 +7,14 @@
 
 namespace tp::py {
 
-/// gemm_host / attention_host: NumPy float32 in and out, the kernel on the CPU interpreter.
+/// run_host: any operator on NumPy float32 arrays, the kernel on the CPU interpreter.
 void bind_host_ops(nanobind::module_& m);
-/// gemm_cuda / attention_cuda (DLPack device tensors through tp::ops dispatch), decide,
+/// run_cuda (any operator on DLPack device tensors through tp::ops dispatch), decide,
 /// dispatch counters, cuda_status.
 void bind_device_ops(nanobind::module_& m);
 /// check_json, ops_json, env_json: the CLI's JSON contracts as strings.
 void bind_info(nanobind::module_& m);
+/// load_plugin, load_env_plugins, describe_call: plug-ins' operators from Python.
+void bind_plugin_ops(nanobind::module_& m);
 
 } // namespace tp::py

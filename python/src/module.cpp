@@ -19,7 +19,7 @@ NB_MODULE(_core, m) {
     } catch (const tp::InternalError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what()); // already says it is a TilePilot bug
     } catch (const tp::UserError& e) {
-      // The core's text reads "error: gemm: ..." for a terminal; Python names the type itself.
+      // The core's text reads "error: OP: ..." for a terminal; Python names the type itself.
       std::string msg = e.what();
       if (msg.rfind("error: ", 0) == 0) msg.erase(0, 7);
       PyErr_SetString(PyExc_ValueError, msg.c_str());
@@ -29,4 +29,5 @@ NB_MODULE(_core, m) {
   tp::py::bind_host_ops(m);
   tp::py::bind_device_ops(m);
   tp::py::bind_info(m);
+  tp::py::bind_plugin_ops(m);
 }

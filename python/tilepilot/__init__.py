@@ -20,10 +20,11 @@ import logging
 import sys
 
 from . import _args, _core, _device, _host
+from .plugins import load_plugin
 
 __version__ = _core.version
 __all__ = ["gemm", "attention", "check", "ops", "env", "configure", "pin_defaults", "decide",
-           "counters", "dispatch_summary", "reset_counters"]
+           "counters", "dispatch_summary", "reset_counters", "load_plugin"]
 
 
 def gemm(a, b, layout: str = "nn", backend: str = "cpu", *, dtype=None, config=None, out=None,
@@ -172,3 +173,11 @@ if importlib.util.find_spec("torch") is not None:
         torch_ops_error = f"{type(e).__name__}: {e}"
         logging.getLogger("tilepilot").warning("torch is installed but tilepilot.torch_ops did "
                                                "not load: %s", torch_ops_error)
+
+# Plug-ins named in $TILEPILOT_PLUGINS join at import, as they do for the CLI; a broken one is
+# reported (and its operators missing), never a failed import.
+try:
+    from .plugins import load_env_plugins as _load_env_plugins
+    _load_env_plugins()
+except ValueError as _e:
+    logging.getLogger("tilepilot").warning("$TILEPILOT_PLUGINS: %s", _e)

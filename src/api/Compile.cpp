@@ -5,7 +5,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ir/IRPrinter.h"
 #include "runtime/ResourceUsage.h"
 #include "tilepilot/compile.h"

@@ -1,11 +1,12 @@
 // The CUDA tuning hooks. State shared by the hooks of one problem lives in a shared_ptr, because
 // a compile that overran its limit is abandoned on its worker thread and may outlive tune().
 #include "autotune/CudaHooks.h"
+#include "compile/Lower.h"
 
 #include <mutex>
 #include <stdexcept>
 
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Driver.h"
 #include "runtime/Jit.h"

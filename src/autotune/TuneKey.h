@@ -34,7 +34,7 @@ struct TuneKey {
 
   /// One line, every field, fixed order: what equality means, and what the file name hashes.
   std::string canonical() const;
-  /// "gemm-bf16-<16 hex digits of XXH64(canonical)>": a safe file name stem.
+  /// "<op>-bf16-<16 hex digits of XXH64(canonical)>": a safe file name stem.
   std::string file_stem() const;
   nlohmann::json to_json() const;
   /// nullopt (with *why) when `j` is not a complete key.

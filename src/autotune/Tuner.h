@@ -41,7 +41,7 @@ struct TuneOptions {
   double budget_seconds = 0; // whole search; 0: none
   int compile_threads = 0;   // 0: std::thread::hardware_concurrency()
   enum class Progress { automatic, on, off } progress = Progress::automatic; // automatic: TTY
-  std::string label; // shown in the progress bar ("gemm M=4096,...")
+  std::string label; // shown in the progress bar ("<op> M=4096,...")
 };
 
 struct CandidateLog {

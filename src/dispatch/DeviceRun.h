@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/Operator.h"
 #include "tilepilot/dispatch.h"
 

@@ -51,10 +51,10 @@ namespace tp::dispatch {
 
 /// Makes `r` the release of its operator in `d`, replacing any loaded one (the pilot's model
 /// stage pins its current configs this way before a release folder exists).
-void install_release(ops::Dispatcher& d, pilot::Release r);
+void install_release(ops::Dispatcher& d, release::Release r);
 
 /// A release in memory: each (problem, config) pinned on `dev` and recorded as tested and passed.
-pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
+release::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
                               const std::vector<std::pair<ops::Problem, ops::Config>>& pins);
 
 /// One call on host tensors (parameter order; outputs written in place).
@@ -66,7 +66,7 @@ void run_device(ops::Dispatcher::Impl& im, const ops::Problem& p,
 /// so, turns `r` into that fallback.
 bool known_broken(ops::Dispatcher::Impl& im, const std::string& key, Route& r);
 
-/// The bucket key of a problem pinned with a config: "gemm bf16 K=..,M=..,N=..,layout=nt | bm=..".
+/// The bucket key of a problem pinned with a config: "<op> bf16 K=..,M=..,N=..,layout=nt | bm=..".
 std::string bucket_key(const ops::Problem& p, const ops::Config& c);
 
 } // namespace tp::dispatch

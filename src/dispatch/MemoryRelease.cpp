@@ -7,7 +7,7 @@ std::string bucket_key(const ops::Problem& p, const ops::Config& c) {
   return p.op + " " + dtype_name(p.dtype) + " " + p.shape_str() + " | " + ops::config_str(c);
 }
 
-void install_release(ops::Dispatcher& d, pilot::Release r) {
+void install_release(ops::Dispatcher& d, release::Release r) {
   ops::Dispatcher::Impl& im = ops::DispatcherAccess::impl(d);
   std::string op = r.op;
   std::lock_guard<std::mutex> g(im.mu);
@@ -16,14 +16,14 @@ void install_release(ops::Dispatcher& d, pilot::Release r) {
   im.broken.clear();
 }
 
-pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
+release::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
                               const std::vector<std::pair<ops::Problem, ops::Config>>& pins) {
-  pilot::Release r;
+  release::Release r;
   r.dir = "(in memory)";
   r.op = op;
   r.device = dev.arch;
   // The same place a pilot-written manifest records the tested GPU (see released_device_name).
-  r.manifest = {{"format", pilot::kReleaseFormat},
+  r.manifest = {{"format", release::kReleaseFormat},
                 {"operator", op},
                 {"device", dev.arch},
                 {"environment",

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "pilot/Files.h"
+#include "release/Files.h"
 
 namespace tp::dispatch {
 
@@ -19,7 +19,7 @@ bool same_problem(const ops::Problem& a, const ops::Problem& b) {
 /// a folder that fails its hash check is still charged to the right operator. "" if unreadable.
 std::string manifest_operator(const std::string& dir) {
   try {
-    auto j = nlohmann::json::parse(pilot::read_text(dir + "/manifest.json"));
+    auto j = nlohmann::json::parse(release::read_text(dir + "/manifest.json"));
     return j.value("operator", "");
   } catch (const std::exception&) {
     return "";
@@ -29,7 +29,7 @@ std::string manifest_operator(const std::string& dir) {
 
 } // namespace
 
-std::string released_device_name(const pilot::Release& r) {
+std::string released_device_name(const release::Release& r) {
   const nlohmann::json gpus = r.manifest.value("environment", nlohmann::json::object())
                                   .value("gpus", nlohmann::json::array());
   for (const auto& g : gpus)
@@ -37,7 +37,7 @@ std::string released_device_name(const pilot::Release& r) {
   return "";
 }
 
-ReleaseSlot slot_for(pilot::Release r) {
+ReleaseSlot slot_for(release::Release r) {
   ReleaseSlot s;
   s.device_name = released_device_name(r);
   s.release = std::move(r);
@@ -52,7 +52,7 @@ std::map<std::string, ReleaseSlot> load_releases(const std::vector<std::string>&
     ReleaseSlot slot;
     std::string op;
     try {
-      slot = slot_for(pilot::load_release(dir));
+      slot = slot_for(release::load_release(dir));
       op = slot.release->op;
     } catch (const std::exception& e) { // UserError, or JSON missing a key
       op = manifest_operator(dir);
@@ -94,7 +94,7 @@ Route route(const ReleaseSlot* slot, const ops::DeviceIdentity& dev, const ops::
                                                 " (pass the pilot's release/ folder, e.g. via "
                                                 "$TILEPILOT_RELEASE)");
   if (!slot->release) return fall(FallbackReason::release_invalid, slot->load_error);
-  const pilot::Release& rel = *slot->release;
+  const release::Release& rel = *slot->release;
   if (dev.arch != rel.device)
     return fall(FallbackReason::device_mismatch,
                 "device " + dev.name + " (" + dev.arch + ") is not the released " + rel.device);
@@ -102,7 +102,7 @@ Route route(const ReleaseSlot* slot, const ops::DeviceIdentity& dev, const ops::
     return fall(FallbackReason::device_mismatch, "device " + dev.name + " is not the " +
                                                      slot->device_name +
                                                      " the release was tested on");
-  const pilot::MatrixEntry* tested = nullptr;
+  const release::MatrixEntry* tested = nullptr;
   bool dtype_tested = false;
   for (const auto& m : rel.matrix) {
     if (m.device != rel.device || m.problem.dtype != p.dtype) continue;

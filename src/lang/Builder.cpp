@@ -198,7 +198,48 @@ Var let(const std::string& name, const Expr& value, Loc l) {
   return v;
 }
 
+namespace {
+
+/// The annotations the backends know, each an integer in a range: checked when the kernel is
+/// built, so that a typo or a bad value is a user error here, never a silently ignored hint.
+struct AnnotationRule {
+  const char* key;
+  int64_t min, max;
+  const char* meaning;
+};
+constexpr AnnotationRule kAnnotations[] = {
+    {"swizzle", 0, 64, "block rasterization panel width (0: row-major)"},
+    {"cluster", 1, 2, "blocks per thread-block cluster along grid y (sm_90a TMA multicast)"},
+    {"persistent", 0, 1, "1: about one block per SM loops over the grid's tiles"},
+    {"pingpong", 0, 1, "1: consumer warpgroups take turns at their gemms"},
+    {"overlap", 0, 1, "1: a loop's last gemm is deferred to overlap the next iteration"},
+};
+
+} // namespace
+
 void annotate(const std::string& key, const std::string& value, Loc loc) {
+  const AnnotationRule* rule = nullptr;
+  for (const AnnotationRule& r : kAnnotations)
+    if (key == r.key) rule = &r;
+  if (!rule) {
+    std::string known;
+    for (const AnnotationRule& r : kAnnotations)
+      known += (known.empty() ? "" : ", ") + std::string(r.key);
+    user_error(lang::to_loc(loc)) << "annotate: unknown annotation '" << key
+                                  << "'; the annotations are " << known;
+  }
+  long long v = 0;
+  size_t pos = 0;
+  bool ok = !value.empty();
+  try {
+    v = std::stoll(value, &pos);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  if (!ok || pos != value.size() || v < rule->min || v > rule->max)
+    user_error(lang::to_loc(loc)) << "annotate: " << key << "=" << value
+                                  << " is not an integer in [" << rule->min << ", " << rule->max
+                                  << "]; " << key << " is the " << rule->meaning;
   lang::current("annotate", lang::to_loc(loc)).attrs[key] = value;
 }
 

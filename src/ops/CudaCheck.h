@@ -2,7 +2,7 @@
 // device, outputs compared with the fp64 reference on sampled blocks) and device copies of
 // host tensors.
 #pragma once
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/Check.h"
 #include "runtime/DeviceBuffer.h"
 

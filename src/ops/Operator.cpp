@@ -2,6 +2,7 @@
 // every operator may rely on (grid from the kernel, host framework from the fp64 reference,
 // estimates from the compiler's own plan) and key=value parsing.
 #include "ops/Operator.h"
+#include "compile/Lower.h"
 
 #include <algorithm>
 #include <sstream>
@@ -56,6 +57,14 @@ void validate_knobs(const Operator& op, const Config& c, const std::string& arch
       } else {
         range << "[" << it->min << ", " << it->max << "]";
       }
+      // A value some other arch takes is "not available" here, rather than out of range.
+      bool elsewhere = false;
+      if (arch != "cpu")
+        for (const Knob& x : op.knobs("cpu"))
+          if (x.name == k && x.accepts(v)) elsewhere = true;
+      if (elsewhere)
+        user_error() << op.name() << ": config " << k << "=" << v << " is not available on "
+                     << arch << "; there " << k << " takes " << range.str() << ": " << it->help;
       user_error() << op.name() << ": config " << k << "=" << v << " is out of range"
                    << (arch == "cpu" ? "" : " on " + arch) << "; " << k << " takes "
                    << range.str() << ": " << it->help;

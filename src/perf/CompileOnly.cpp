@@ -1,6 +1,7 @@
 // compile_only: lower_kernel + jit_compile_only (cache bypassed, so NVRTC time is measured now)
 // + the ptxas resource report.
 #include "perf/CompileOnly.h"
+#include "compile/Lower.h"
 
 #include "codegen/cuda/LoweredKernel.h"
 #include "runtime/Jit.h"

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/Operator.h"
 
 namespace tp::perf {

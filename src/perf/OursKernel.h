@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
 
 namespace tp::perf {

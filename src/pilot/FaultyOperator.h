@@ -3,8 +3,8 @@
 // real pilot.
 //
 // `wrong_scale`: the operator's real kernel, built as usual, then rewritten so that every
-// fragment is multiplied by 1.25 just before it is stored to a global output (gemm: C is
-// 1.25 op(A) op(B); attention: O and LSE are scaled). The broken kernel runs through the real
+// fragment is multiplied by 1.25 just before it is stored to a global output (every output of
+// any operator comes out 1.25 times too large). The broken kernel runs through the real
 // kernel path (interpreter or GPU), so the failure is produced by the kernel, not by the check;
 // inputs and the reference are untouched.
 #pragma once

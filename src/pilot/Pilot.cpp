@@ -9,7 +9,7 @@
 
 #include "ops/MemoryCheck.h"
 #include "pilot/FaultyOperator.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 #include "pilot/OutputDir.h"
 #include "pilot/PilotRun.h"
 #include "pilot/Report.h"
@@ -195,9 +195,9 @@ PilotResult run_pilot(const PilotSpec& spec, const PilotOptions& o) {
     PilotResult res;
     res.decision = decision;
     res.report = build_report(r, decision);
-    write_text(r.write_dir + "/report.json", res.report.dump(2) + "\n");
-    write_text(r.write_dir + "/report.md", report_markdown(res.report));
-    write_text(r.write_dir + "/report.html", report_html(res.report));
+    release::write_text(r.write_dir + "/report.json", res.report.dump(2) + "\n");
+    release::write_text(r.write_dir + "/report.md", report_markdown(res.report));
+    release::write_text(r.write_dir + "/report.html", report_html(res.report));
     commit_output_dir(out);
     for (const auto& s : r.stages)
       if (s.failed()) res.exit_code = 1;

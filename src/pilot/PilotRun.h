@@ -18,7 +18,7 @@ struct Case {
   ops::Problem problem;
   uint64_t seed = 0;
   std::string label; // "rep0 bf16 M=4096,N=4096,K=4096,layout=nn"
-  std::string mask;  // attention: "causal", "lens", "causal+lens" or "none"; gemm: "-"
+  std::string mask;  // the operator's variant label (Operator::variant_label), e.g. "causal"
   bool representative() const { return shape->representative; }
   double weight() const { return shape->weight; }
 };

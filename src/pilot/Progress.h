@@ -1,4 +1,4 @@
-// A one-line progress display on stderr for long stages ("[correctness] case 3/12 gemm
+// A one-line progress display on stderr for long stages ("[correctness] case 3/12 OP
 // M=4096,... 41.2s"), drawn only when stderr is a terminal so logs and tests stay clean.
 #pragma once
 #include <chrono>
@@ -13,7 +13,7 @@ public:
   /// True when stderr is a terminal.
   static bool stderr_is_tty();
   void stage(const std::string& name);
-  /// "<unit> i/n <what>", e.g. "case 3/12 gemm M=4096,...".
+  /// "<unit> i/n <what>", e.g. "case 3/12 OP M=4096,...".
   void step(int i, int n, const std::string& what, const std::string& unit = "case");
   /// Ends the current line.
   void done();

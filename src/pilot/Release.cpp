@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "ir/IRPrinter.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 #include "pilot/PilotRun.h"
-#include "pilot/ReleaseManifest.h"
+#include "release/ReleaseManifest.h"
 #include "runtime/Environment.h"
 
 namespace tp::pilot {
@@ -45,9 +45,9 @@ void write_release(PilotRun& r, nlohmann::json& d) {
   for (const Case& c : r.cases) {
     ops::Config cfg = r.config_for(c);
     Kernel k = r.op->build(c.problem, cfg);
-    std::string hash = xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
+    std::string hash = release::xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
     std::string stem = "kernels/" + k->name + "_" + hash.substr(0, 8);
-    nlohmann::json e = {{"problem", problem_to_json(c.problem)},
+    nlohmann::json e = {{"problem", release::problem_to_json(c.problem)},
                         {"config", cfg},
                         {"kind", c.representative() ? "representative" : "edge"}};
     std::string why;
@@ -70,7 +70,7 @@ void write_release(PilotRun& r, nlohmann::json& d) {
     pinned["entries"].push_back(e);
 
     const ops::CheckResult& chk = r.checks[c.index];
-    nlohmann::json m = {{"problem", problem_to_json(c.problem)},
+    nlohmann::json m = {{"problem", release::problem_to_json(c.problem)},
                         {"kind", e["kind"]},
                         {"mask", c.mask},
                         {"correctness", ops::to_json(chk)}};
@@ -99,7 +99,7 @@ void write_release(PilotRun& r, nlohmann::json& d) {
   files["spec.yaml"] = r.spec.text;
 
   std::filesystem::remove_all(dir);
-  nlohmann::json manifest = {{"format", kReleaseFormat},
+  nlohmann::json manifest = {{"format", release::kReleaseFormat},
                              {"operator", r.spec.op},
                              {"device", r.spec.device},
                              {"created", now_iso8601()},
@@ -109,11 +109,11 @@ void write_release(PilotRun& r, nlohmann::json& d) {
                              {"decision", stage_data(r, "decision")},
                              {"files", nlohmann::json::object()}};
   for (const auto& [path, bytes] : files) {
-    write_text(dir + "/" + path, bytes);
-    manifest["files"][path] = {{"xxh64", xxh64_hex(bytes)}, {"bytes", bytes.size()}};
+    release::write_text(dir + "/" + path, bytes);
+    manifest["files"][path] = {{"xxh64", release::xxh64_hex(bytes)}, {"bytes", bytes.size()}};
   }
-  manifest["files_xxh64"] = file_list_hash(manifest["files"]);
-  write_text(dir + "/manifest.json", manifest.dump(2) + "\n");
+  manifest["files_xxh64"] = release::file_list_hash(manifest["files"]);
+  release::write_text(dir + "/manifest.json", manifest.dump(2) + "\n");
   d["kind"] = "release";
   d["dir"] = r.final_dir + "/release";
   d["pinned"] = pinned["entries"].size();
@@ -150,8 +150,8 @@ void write_keep_framework(PilotRun& r, nlohmann::json& d) {
     md << "\nThe smallest failing case is kept in `" << corr["repro"]["dir"].get<std::string>()
        << "`; replay it with `" << corr["repro"]["command"].get<std::string>() << "`.\n";
   md << "\nAll numbers: `keep-framework.json` and `report.md` beside this file.\n";
-  write_text(r.write_dir + "/keep-framework.json", j.dump(2) + "\n");
-  write_text(r.write_dir + "/keep-framework.md", md.str());
+  release::write_text(r.write_dir + "/keep-framework.json", j.dump(2) + "\n");
+  release::write_text(r.write_dir + "/keep-framework.md", md.str());
   d["kind"] = "keep-framework";
   d["files"] = {"keep-framework.md", "keep-framework.json"};
 }

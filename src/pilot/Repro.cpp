@@ -8,8 +8,8 @@
 
 #include "ir/IRPrinter.h"
 #include "pilot/FaultyOperator.h"
-#include "pilot/Files.h"
-#include "pilot/ReleaseManifest.h"
+#include "release/Files.h"
+#include "release/ReleaseManifest.h"
 
 namespace tp::pilot {
 
@@ -60,7 +60,7 @@ ops::CheckResult run_case(const ReproCase& c, const Backends& b) {
 }
 
 nlohmann::json to_json(const ReproCase& c) {
-  return {{"problem", problem_to_json(c.problem)},
+  return {{"problem", release::problem_to_json(c.problem)},
           {"config", c.config},
           {"seed", c.seed},
           {"backend", c.backend},
@@ -73,7 +73,7 @@ nlohmann::json to_json(const ReproCase& c) {
 ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file) {
   try {
     ReproCase c;
-    c.problem = problem_from_json(j.at("problem"), file);
+    c.problem = release::problem_from_json(j.at("problem"), file);
     c.config = j.at("config").get<ops::Config>();
     // Seeds are unsigned: a negative or fractional one would silently replay another input.
     if (!j.at("seed").is_number_unsigned())
@@ -96,7 +96,7 @@ ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file)
     c.fault = j.value("inject_fault", "");
     return c;
   } catch (const nlohmann::json::exception& e) {
-    user_error() << file << ": malformed reproducer (" << plain_error_text(e)
+    user_error() << file << ": malformed reproducer (" << release::plain_error_text(e)
                  << "); rewrite it by rerunning the pilot that produced it";
     throw;
   }
@@ -113,12 +113,12 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
   j["failure"] = ops::to_json(failing);
   j["shrink"] = shrink;
   j["command"] = cmd;
-  write_text(dir + "/repro.json", j.dump(2) + "\n");
-  write_text(dir + "/command.txt", cmd + "\n");
+  release::write_text(dir + "/repro.json", j.dump(2) + "\n");
+  release::write_text(dir + "/command.txt", cmd + "\n");
 
   auto op = with_fault(ops::find_operator(c.problem.op), c.fault);
   Kernel k = op->build(c.problem, c.config);
-  write_text(dir + "/kernel.ir.txt", ir::to_string(k.node()));
+  release::write_text(dir + "/kernel.ir.txt", ir::to_string(k.node()));
 
   std::string reason;
   if (!b.compile_only) {
@@ -126,10 +126,10 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
   } else {
     try {
       CompileOnlyResult r = b.compile_only(k, c.arch);
-      write_text(dir + "/kernel.cu.txt", r.cuda_source);
-      write_text(dir + "/nvrtc.log",
+      release::write_text(dir + "/kernel.cu.txt", r.cuda_source);
+      release::write_text(dir + "/nvrtc.log",
                  r.nvrtc_log.empty() ? "(NVRTC printed nothing)\n" : r.nvrtc_log);
-      write_text(dir + "/resources.json", r.resources.dump(2) + "\n");
+      release::write_text(dir + "/resources.json", r.resources.dump(2) + "\n");
       return;
     } catch (const StageSkipped& e) {
       reason = e.what();
@@ -138,9 +138,9 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
       reason = "compiling for " + c.arch + " failed:\n" + e.what();
     }
   }
-  write_text(dir + "/kernel.cu.txt", "not produced: " + reason + "\n");
-  write_text(dir + "/nvrtc.log", "not produced: " + reason + "\n");
-  write_text(dir + "/resources.json", nlohmann::json{{"not_produced", reason}}.dump(2) + "\n");
+  release::write_text(dir + "/kernel.cu.txt", "not produced: " + reason + "\n");
+  release::write_text(dir + "/nvrtc.log", "not produced: " + reason + "\n");
+  release::write_text(dir + "/resources.json", nlohmann::json{{"not_produced", reason}}.dump(2) + "\n");
 }
 
 int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
@@ -148,9 +148,9 @@ int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
   std::string file = dir + "/repro.json";
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_text(file));
+    j = nlohmann::json::parse(release::read_text(file));
   } catch (const nlohmann::json::exception& e) {
-    user_error() << file << " is not valid JSON (" << plain_error_text(e)
+    user_error() << file << " is not valid JSON (" << release::plain_error_text(e)
                  << "); rerun the pilot to write the reproducer again";
   }
   if (!j.is_object() || j.value("format", "") != kFormat)

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "pilot/ConfigCheck.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 #include "pilot/ModelBackend.h"
 #include "pilot/SpecReader.h"
 
@@ -22,7 +22,7 @@ const std::vector<std::string> kMetrics = {"correctness", "compile", "warm",
                                            "model",       "memory",  "autotune"};
 const std::vector<std::string> kFaults = {"wrong_scale"};
 
-/// "error: gemm: layout=xy is not supported; use nn, nt or tn" -> {what, fix}.
+/// "error: OP: key=xy is not supported; use a or b" -> {what, fix}.
 std::pair<std::string, std::string> split_message(std::string msg, const std::string& dflt_fix) {
   if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
   // Operator messages are phrased for the CLI's --shape; in a spec the shape is a map entry.
@@ -57,8 +57,8 @@ public:
   PilotSpec parse() {
     if (!root_.IsMap())
       r_.fail(root_, "the spec must be a map of fields",
-              "start from examples/pilots/gemm-h200.yaml (operator: gemm, device: sm_90a, ...)");
-    r_.check_map(root_, spec_top_level_keys(), "the spec", "operator: gemm");
+              "start from a spec in examples/pilots/ (operator: <name>, device: sm_90a, ...)");
+    r_.check_map(root_, spec_top_level_keys(), "the spec", "operator: <name>");
     parse_operator();
     parse_device();
     parse_shapes();
@@ -77,8 +77,8 @@ private:
   }
 
   void parse_operator() {
-    YAML::Node n = need("operator", "operator: gemm");
-    s_.op = r_.string(n, "operator", "operator: gemm");
+    YAML::Node n = need("operator", "operator: <name from `tilepilot ops`>");
+    s_.op = r_.string(n, "operator", "operator: <name from `tilepilot ops`>");
     std::vector<std::string> names;
     for (const ops::Operator* o : ops::all_operators())
       names.push_back(o->name());
@@ -144,7 +144,7 @@ private:
                   "give each representative shape its share of the model's calls, e.g. 0.25");
         continue;
       }
-      if (v.IsSequence()) { // attention lens: [5, 77, 3] -> "5:77:3"
+      if (v.IsSequence()) { // a list-valued option: [5, 77, 3] -> "5:77:3"
         std::string joined;
         for (const auto& x : v)
           joined += (joined.empty() ? "" : ":") + r_.string(x, where + "." + k, "[5, 77, 3]");
@@ -257,7 +257,8 @@ private:
     s_.reference = r_.string(ref, "reference", "reference: framework");
     if (s_.reference != "framework")
       r_.fail(ref, "reference '" + s_.reference + "' is not supported",
-              "write reference: framework (cuBLASLt for gemm, cuDNN for attention)");
+              "write reference: framework (the operator's framework operator, which "
+              "`tilepilot ops` names)");
 
     YAML::Node tol = need("tolerance", "tolerance: {atol: 2e-2, rtol: 2e-2}");
     r_.check_map(tol, {"atol", "rtol"}, "tolerance", "tolerance: {atol: 2e-2, rtol: 2e-2}");
@@ -414,12 +415,12 @@ PilotSpec parse_spec(const std::string& text, const std::string& file) {
 PilotSpec load_spec(const std::string& path) {
   std::string text;
   try {
-    text = read_text(path);
+    text = release::read_text(path);
   } catch (const UserError& e) {
     std::string why = e.what();
     if (why.rfind("error: ", 0) == 0) why = why.substr(7);
     user_error() << "cannot read the pilot spec: " << why
-                 << "; pass the path of a YAML spec, e.g. examples/pilots/gemm-h200.yaml";
+                 << "; pass the path of a YAML spec (examples in examples/pilots/)";
   }
   return parse_spec(text, path);
 }

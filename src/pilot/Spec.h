@@ -13,7 +13,7 @@
 
 namespace tp::pilot {
 
-/// One shape entry of the distribution, as written (lists such as attention `lens` joined with
+/// One shape entry of the distribution, as written (list-valued options joined with
 /// ':'), with its normalized weight (0 for edge shapes) and where it was written.
 struct ShapeEntry {
   std::map<std::string, std::string> kv;

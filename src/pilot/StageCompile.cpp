@@ -3,7 +3,7 @@
 // (cache hit); without it, compile-only for the target arch (NVRTC time and resource usage),
 // which needs no GPU. Either needs the CUDA backend's hook.
 #include "ir/IRPrinter.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 #include "pilot/PilotRun.h"
 
 namespace tp::pilot {
@@ -24,7 +24,7 @@ std::vector<DistinctKernel> distinct_kernels(const PilotRun& r) {
   for (const Case& c : r.cases) {
     ops::Config cfg = r.config_for(c);
     Kernel k = r.op->build(c.problem, cfg);
-    std::string h = xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
+    std::string h = release::xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
     auto [it, fresh] = seen.emplace(h, out.size());
     if (fresh) out.push_back({h, k->name, &c, cfg, k, {}});
     out[it->second].cases.push_back(c.index);

@@ -139,6 +139,22 @@ void KernelCache::warn_once(std::atomic<bool>& flag, const std::string& message)
 std::optional<CompileOutput> KernelCache::lookup(const std::string& key) {
   if (!enabled_) return std::nullopt;
   std::string path = entry_path(key);
+  // stat, never open, first: opening a FIFO would block the process, and a folder in an
+  // entry's place would make every store of that key fail. Either is removed and rebuilt.
+  std::error_code sec;
+  fs::file_status st = fs::symlink_status(path, sec);
+  if (!fs::exists(st)) return std::nullopt;
+  if (!fs::is_regular_file(st)) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    ++corrupt_;
+    warn_once(warned_corrupt_, "kernel cache entry " + path + " is not a regular file (" +
+                                   (fs::is_directory(st) ? "a folder" : "a FIFO, socket, device or link") +
+                                   "); " + (ec ? "could not remove it (" + ec.message() + ")" : "removed it") +
+                                   " and recompiling. Further invalid entries are handled the same "
+                                   "way without a warning.");
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::string entry((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

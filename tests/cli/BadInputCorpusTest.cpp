@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "RunCli.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 
 namespace tp::testing {
 namespace {
@@ -132,11 +132,11 @@ std::string prepare(const Corpus& c, const Case& k, const fs::path& d) {
   fs::create_directories(d);
   std::string args = k.args;
   if (args.rfind("SPEC ", 0) == 0) {
-    pilot::write_text((d / "spec.yaml").string(), edit_spec(c.base_spec, args.substr(5)));
+    release::write_text((d / "spec.yaml").string(), edit_spec(c.base_spec, args.substr(5)));
     args = "pilot spec.yaml --out out --no-progress";
   }
   for (const auto& [name, content] : c.files)
-    pilot::write_text((d / name).string(), content);
+    release::write_text((d / name).string(), content);
   if (args.find("{fifo}") != std::string::npos) {
     ::mkfifo((d / "fifo").c_str(), 0600);
     replace_all(args, "{fifo}", (d / "fifo").string());

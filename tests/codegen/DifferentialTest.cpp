@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "DifferentialCases.h"
+#include "compile/Lower.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "ir/IR.h"

@@ -3,7 +3,7 @@
 // edge shapes, with fresh seeded inputs, poisoned outputs, and NaN never passing.
 #include <gtest/gtest.h>
 
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Driver.h"
 #include "runtime/Launch.h"

@@ -8,7 +8,7 @@
 
 #include "PrimitivesKernel.h"
 #include "codegen/cpu/Interpreter.h"
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Driver.h"
 

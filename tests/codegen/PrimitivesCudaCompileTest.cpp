@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "PrimitivesKernel.h"
+#include "compile/Lower.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "runtime/Jit.h"
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "ops/Operator.h"
-#include "pilot/Files.h"
-#include "pilot/ReleaseManifest.h"
+#include "release/Files.h"
+#include "release/ReleaseManifest.h"
 #include "tilepilot/dispatch.h"
 
 namespace tp::test {
@@ -41,8 +41,8 @@ inline std::string write_release(const std::string& dir, const std::string& op,
   for (const ReleaseCase& c : cases) {
     if (c.pinned)
       pinned["entries"].push_back(
-          {{"problem", pilot::problem_to_json(c.problem)}, {"config", c.config}});
-    tested.push_back({{"problem", pilot::problem_to_json(c.problem)},
+          {{"problem", release::problem_to_json(c.problem)}, {"config", c.config}});
+    tested.push_back({{"problem", release::problem_to_json(c.problem)},
                       {"correctness", {{"passed", c.passed}, {"max_abs_err", 0.0}}}});
   }
   std::map<std::string, std::string> files = {
@@ -52,16 +52,16 @@ inline std::string write_release(const std::string& dir, const std::string& op,
       {"fallback.json",
        nlohmann::json{{"operator", "vendor"}, {"reasons", {"outside the matrix"}}}.dump(2)}};
   nlohmann::json manifest = {
-      {"format", pilot::kReleaseFormat},
+      {"format", release::kReleaseFormat},
       {"operator", op},
       {"device", arch},
       {"environment", {{"gpus", nlohmann::json::array({{{"name", gpu}, {"arch", arch}}})}}},
       {"files", nlohmann::json::object()}};
   for (const auto& [path, text] : files) {
-    pilot::write_text(dir + "/" + path, text);
-    manifest["files"][path] = {{"xxh64", pilot::xxh64_hex(text)}, {"bytes", text.size()}};
+    release::write_text(dir + "/" + path, text);
+    manifest["files"][path] = {{"xxh64", release::xxh64_hex(text)}, {"bytes", text.size()}};
   }
-  pilot::write_text(dir + "/manifest.json", manifest.dump(2));
+  release::write_text(dir + "/manifest.json", manifest.dump(2));
   return dir;
 }
 

@@ -171,7 +171,7 @@ TEST_F(DispatchHost, AConfigThatDoesNotBuildFallsBackOnceAndIsNotRetried) {
 
 TEST_F(DispatchHost, AModifiedReleaseIsInvalidAndSaysWhichFile) {
   std::string dir = gemm_release("modified", {{in_matrix, kCpuGemm}});
-  pilot::write_text(dir + "/pinned.json", "{\"entries\": []}");
+  release::write_text(dir + "/pinned.json", "{\"entries\": []}");
   Dispatcher d(with_release(dir));
   run(d, in_matrix);
   EXPECT_EQ(d.counters("gemm").count(FallbackReason::release_invalid), 1);

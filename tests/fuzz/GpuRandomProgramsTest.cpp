@@ -13,7 +13,7 @@
 #include <map>
 
 #include "ProgramBatch.h"
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
 #include "runtime/Driver.h"
 

@@ -1,5 +1,6 @@
 // See ProgramBatch.h.
 #include "ProgramBatch.h"
+#include "compile/Lower.h"
 
 #include <atomic>
 #include <cstdlib>

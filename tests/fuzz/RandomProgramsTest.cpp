@@ -13,6 +13,7 @@
 #include <map>
 
 #include "ProgramBatch.h"
+#include "compile/Lower.h"
 #include "RandomProgram.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"

@@ -219,3 +219,26 @@ TEST(LangErrors, Int4IsReadOnly) {
       },
       {"tile 'shared0' is int4"});
 }
+
+TEST(LangErrors, AnnotationsAreTyped) {
+  Fixture f;
+  // A misspelt annotation is refused, naming the known ones, not silently ignored.
+  expect_user_error(
+      [&] {
+        kernel("k", {f.A, f.C}, grid(1), threads(128), [&](Var) { annotate("swizle", "8"); });
+      },
+      {"unknown annotation 'swizle'", "swizzle, cluster, persistent"});
+  // A value must be an integer in the annotation's range.
+  expect_user_error(
+      [&] {
+        kernel("k", {f.A, f.C}, grid(1), threads(128), [&](Var) { annotate("swizzle", "8x"); });
+      },
+      {"swizzle=8x is not an integer in [0, 64]", "rasterization"});
+  expect_user_error(
+      [&] {
+        kernel("k", {f.A, f.C}, grid(1), threads(128), [&](Var) { annotate("cluster", "4"); });
+      },
+      {"cluster=4 is not an integer in [1, 2]"});
+  EXPECT_NO_THROW(
+      kernel("k", {f.A, f.C}, grid(1), threads(128), [&](Var) { annotate("swizzle", "8"); }));
+}

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/DeviceConvert.h"
+#include "compile/Lower.h"
 
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"

@@ -13,6 +13,9 @@
 namespace tp::pilot::testing {
 namespace {
 
+using release::read_text;
+using release::write_text;
+
 namespace fs = std::filesystem;
 
 PilotOptions opts(const std::string& out, bool force = false) {

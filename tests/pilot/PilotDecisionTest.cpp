@@ -6,10 +6,11 @@
 
 #include "PilotTestSupport.h"
 #include "pilot/Pilot.h"
-#include "pilot/ReleaseManifest.h"
+#include "release/ReleaseManifest.h"
 
 using namespace tp;
 using namespace tp::pilot;
+using namespace tp::release;
 using namespace tp::pilot::testing;
 
 namespace {
@@ -43,7 +44,7 @@ TEST(PilotDecision, FastKernelIsReleasedAndTheReleaseReadsBack) {
   EXPECT_NEAR(r.report["decision"]["objective"]["weighted_speedup"].get<double>(), 2.0, 1e-9);
   EXPECT_EQ(r.stage("correctness")->data["backend"], "cuda");
 
-  Release rel = load_release(dir + "/release");
+  release::Release rel = release::load_release(dir + "/release");
   EXPECT_EQ(rel.op, "gemm");
   EXPECT_EQ(rel.device, "sm_90a");
   EXPECT_EQ(rel.pinned.size(), 3u);
@@ -59,7 +60,7 @@ TEST(PilotDecision, FastKernelIsReleasedAndTheReleaseReadsBack) {
   ASSERT_NE(e, nullptr) << why;
   EXPECT_EQ(e->config.at("bm"), 128);
   ASSERT_FALSE(e->cubin_file.empty());
-  EXPECT_EQ(read_text(dir + "/release/" + e->cubin_file), std::string("FAKECUBIN\0\x01\x02", 12));
+  EXPECT_EQ(release::read_text(dir + "/release/" + e->cubin_file), std::string("FAKECUBIN\0\x01\x02", 12));
   EXPECT_EQ(rel.find("sm_80", gemm(64, 64, 64), &why), nullptr);
   EXPECT_EQ(why, "device sm_80 is not the released sm_90a");
   EXPECT_EQ(rel.find("sm_90a", gemm(64, 64, 64, "nn", DType::f16), &why), nullptr);
@@ -70,7 +71,7 @@ TEST(PilotDecision, FastKernelIsReleasedAndTheReleaseReadsBack) {
   // A modified release is refused, naming the file.
   std::ofstream(dir + "/release/pinned.json", std::ios::app) << " ";
   try {
-    load_release(dir + "/release");
+    release::load_release(dir + "/release");
     FAIL() << "a modified release must not load";
   } catch (const UserError& x) {
     EXPECT_NE(std::string(x.what()).find("pinned.json: content hash"), std::string::npos)
@@ -91,7 +92,7 @@ TEST(PilotDecision, SlowKernelKeepsTheFrameworkOperatorWithTheNumbers) {
             0u)
       << k["reasons"];
   EXPECT_TRUE(k["measured"].contains("warm"));
-  std::string md = read_text(dir + "/keep-framework.md");
+  std::string md = release::read_text(dir + "/keep-framework.md");
   EXPECT_NE(md.find("objective missed"), std::string::npos);
 }
 
@@ -137,7 +138,7 @@ TEST(PilotDecision, TunedConfigIsAdoptedOnlyAfterItPassesTheCheck) {
   PilotResult r = run_pilot(parse_spec(text, "tune.yaml"), o);
   EXPECT_EQ(r.stage("autotune")->status, "passed");
   EXPECT_EQ(r.decision, kRelease);
-  Release rel = load_release(dir + "/release");
+  release::Release rel = release::load_release(dir + "/release");
   std::string why;
   const PinnedEntry* e = rel.find("sm_90a", gemm(64, 64, 64), &why);
   ASSERT_NE(e, nullptr) << why;

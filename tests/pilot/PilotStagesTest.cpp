@@ -8,6 +8,7 @@
 
 using namespace tp;
 using namespace tp::pilot;
+using namespace tp::release;
 using namespace tp::pilot::testing;
 
 namespace {

@@ -10,7 +10,7 @@
 #include "RunCli.h"
 #include "ir/IR.h"
 #include "pilot/Backends.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 
 namespace tp::pilot::testing {
 
@@ -101,7 +101,7 @@ struct FakeGpu {
 };
 
 inline nlohmann::json read_json(const std::string& path) {
-  return nlohmann::json::parse(read_text(path));
+  return nlohmann::json::parse(release::read_text(path));
 }
 
 } // namespace tp::pilot::testing

@@ -9,11 +9,12 @@
 #include "PilotTestSupport.h"
 #include "ops/Check.h"
 #include "pilot/Pilot.h"
-#include "pilot/ReleaseManifest.h"
+#include "release/ReleaseManifest.h"
 #include "pilot/Repro.h"
 
 using namespace tp;
 using namespace tp::pilot;
+using namespace tp::release;
 using namespace tp::pilot::testing;
 
 namespace {
@@ -131,7 +132,7 @@ std::string released(const std::string& dir) {
 
 std::string load_error(const std::string& rel) {
   try {
-    load_release(rel);
+    release::load_release(rel);
   } catch (const UserError& e) {
     return e.what();
   }
@@ -144,39 +145,39 @@ TEST(ReleaseTamper, AnUnlistedMissingOrChangedFileInvalidatesTheRelease) {
   std::string rel = released(scratch_dir());
   ASSERT_EQ(load_error(rel), "");
   nlohmann::json m = read_json(rel + "/manifest.json");
-  EXPECT_EQ(m["files_xxh64"], file_list_hash(m["files"]));
+  EXPECT_EQ(m["files_xxh64"], release::file_list_hash(m["files"]));
   // A failed case turned to passed, with its line removed from the manifest's list.
   nlohmann::json tm = read_json(rel + "/test_matrix.json");
-  write_text(rel + "/test_matrix.json", tm.dump(1));
+  release::write_text(rel + "/test_matrix.json", tm.dump(1));
   nlohmann::json cut = m;
   cut["files"].erase("test_matrix.json");
-  write_text(rel + "/manifest.json", cut.dump(2));
+  release::write_text(rel + "/manifest.json", cut.dump(2));
   EXPECT_NE(load_error(rel).find("test_matrix.json is not listed in manifest.json"),
             std::string::npos)
       << load_error(rel);
   // An empty list.
   cut["files"] = nlohmann::json::object();
-  write_text(rel + "/manifest.json", cut.dump(2));
+  release::write_text(rel + "/manifest.json", cut.dump(2));
   EXPECT_NE(load_error(rel).find("invalid release: "), std::string::npos);
   // The list edited but not its hash.
   cut = m;
-  cut["files"]["test_matrix.json"]["xxh64"] = xxh64_hex(tm.dump(1));
-  write_text(rel + "/manifest.json", cut.dump(2));
+  cut["files"]["test_matrix.json"]["xxh64"] = release::xxh64_hex(tm.dump(1));
+  release::write_text(rel + "/manifest.json", cut.dump(2));
   EXPECT_NE(load_error(rel).find("does not match its files_xxh64"), std::string::npos)
       << load_error(rel);
-  write_text(rel + "/test_matrix.json", tm.dump(2) + "\n");
-  write_text(rel + "/manifest.json", m.dump(2) + "\n");
+  release::write_text(rel + "/test_matrix.json", tm.dump(2) + "\n");
+  release::write_text(rel + "/manifest.json", m.dump(2) + "\n");
   ASSERT_EQ(load_error(rel), "");
   // An extra file, then a missing one.
-  write_text(rel + "/kernels/extra.cubin", "x");
+  release::write_text(rel + "/kernels/extra.cubin", "x");
   EXPECT_NE(load_error(rel).find("kernels/extra.cubin is not listed"), std::string::npos);
   std::filesystem::remove(rel + "/kernels/extra.cubin");
-  std::string fb = read_text(rel + "/fallback.json");
+  std::string fb = release::read_text(rel + "/fallback.json");
   std::filesystem::remove(rel + "/fallback.json");
   EXPECT_NE(load_error(rel).find("fallback.json is listed in manifest.json but missing"),
             std::string::npos)
       << load_error(rel);
-  write_text(rel + "/fallback.json", fb);
+  release::write_text(rel + "/fallback.json", fb);
   EXPECT_EQ(load_error(rel), "");
 }
 

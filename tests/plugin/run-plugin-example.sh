@@ -29,11 +29,11 @@ expect_rc() { # expect_rc RC MESSAGE-PATTERN command...
 }
 
 # ops: listed with its origin; the built-ins are still there.
-expect_rc 0 '"name": "softcap"' tp ops --json
+expect_rc 0 '"name": ?"softcap"' tp ops --json
 expect_rc 0 'libtilepilot_softcap.so' tp ops --json
-expect_rc 0 '"name": "gemm"' tp ops --json
+expect_rc 0 '"name": ?"gemm"' tp ops --json
 # The same through $TILEPILOT_PLUGINS.
-expect_rc 0 '"name": "softcap"' env TILEPILOT_PLUGINS="$plug" "$cli" ops --json
+expect_rc 0 '"name": ?"softcap"' env TILEPILOT_PLUGINS="$plug" "$cli" ops --json
 # Without the plug-in the operator is unknown, and the message says how to load it.
 expect_rc 2 "unknown operator 'softcap'.*--plugin" "$cli" check softcap --shape T=7,V=1000
 # show: every stage that needs no GPU.
@@ -41,14 +41,14 @@ expect_rc 0 'softcap' tp show softcap --stage ir
 expect_rc 0 'extern "C"' tp show softcap --stage cuda --arch sm_90a
 expect_rc 0 'threads per block' tp show softcap --stage resources --arch sm_90a
 # check on the interpreter, odd shapes, two dtypes, another cap; bad input is exit 2.
-expect_rc 0 '"passed": true' tp check softcap --shape T=7,V=1000 --backend cpu --json
-expect_rc 0 '"passed": true' tp check softcap --shape T=3,V=33,cap=5 --dtype f32 --json
+expect_rc 0 '"passed": ?true' tp check softcap --shape T=7,V=1000 --backend cpu --json
+expect_rc 0 '"passed": ?true' tp check softcap --shape T=3,V=33,cap=5 --dtype f32 --json
 expect_rc 2 "softcap: unknown key 'W'" tp check softcap --shape T=3,W=4
 expect_rc 2 "softcap: config bm=1000 is out of range" tp check softcap --shape T=3,V=4 \
   --config bm=1000,bn=256,threads=128
 if "$cli" env 2>/dev/null | grep -q 'sm_90'; then
-  expect_rc 0 '"passed": true' tp check softcap --shape T=64,V=32000 --backend cuda --json
-  expect_rc 0 '"speedup"' tp bench softcap --shape T=4096,V=32000 --json
+  expect_rc 0 '"passed": ?true' tp check softcap --shape T=64,V=32000 --backend cuda --json
+  expect_rc 0 '"speedup":' tp bench softcap --shape T=4096,V=32000 --json
 else
   expect_rc 2 'GPU|CUDA|driver' tp bench softcap --shape T=64,V=32000 --json
   expect_rc 2 'GPU|CUDA|driver' tp tune softcap --shape T=64,V=32000
@@ -57,7 +57,7 @@ fi
 tp pilot "$src/softcap-cpu.yaml" --out "$scratch/pilot" >"$scratch/pilot.log" 2>&1 ||
   fail "pilot failed: $(tail -20 "$scratch/pilot.log")"
 grep -q '"decision"' "$scratch/pilot/report.json" || fail "pilot wrote no decision"
-grep -q '"operator": "softcap"' "$scratch/pilot/report.json" || fail "report names no softcap"
+grep -Eq '"operator": ?"softcap"' "$scratch/pilot/report.json" || fail "report names no softcap"
 # A broken kernel (the test-only fault) fails the pilot, leaves a reproducer, and `repro`
 # replays the failure.
 sed 's/^seed: 7$/seed: 7\ninject_fault: wrong_scale/' "$src/softcap-cpu.yaml" >"$scratch/faulty.yaml"

@@ -5,6 +5,7 @@
 #include <functional>
 #include <gtest/gtest.h>
 #include <set>
+#include <sys/stat.h>
 #include <thread>
 
 #include "RuntimeTestUtil.h"
@@ -206,4 +207,24 @@ TEST(KernelCache, DefaultDirectoryFollowsEnvironment) {
   }
   test::ScopedEnv dir("TILEPILOT_CACHE_DIR", nullptr), xdg("XDG_CACHE_HOME", nullptr);
   EXPECT_EQ(default_cache_dir(), "/home/u/.cache/tilepilot");
+}
+
+TEST(KernelCache, AFifoOrAFolderInAnEntrysPlaceIsRemovedNotOpened) {
+  // Opening a FIFO would block this test forever; the cache must stat it and rebuild instead.
+  test::TempDir dir;
+  KernelCache cache(dir.str());
+  std::string key = some_key("kernel fifo { }");
+  cache.store(key, sample_output());
+  std::string path = dir.str() + "/" + key + ".tpk";
+  fs::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  EXPECT_FALSE(cache.lookup(key));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path)));
+  EXPECT_EQ(cache.corrupt_entries(), 1);
+  // A folder where the entry belongs: removed, and the next store works again.
+  fs::create_directories(path + "/inside");
+  EXPECT_FALSE(cache.lookup(key));
+  cache.store(key, sample_output());
+  EXPECT_TRUE(cache.lookup(key));
+  EXPECT_EQ(cache.corrupt_entries(), 2);
 }

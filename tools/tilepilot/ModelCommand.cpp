@@ -1,9 +1,9 @@
 // `tilepilot model [--preset llama3-8b|tiny] [--layers N] [--batch N] [--seq N] [--set k=v,...]
-//  [--backend cuda|cpu] [--release DIR]... [--ops gemm,attention] [--pin-defaults]
+//  [--backend cuda|cpu] [--release DIR]... [--ops OP,OP] [--pin-defaults]
 //  [--disable LIB,...] [--runs N] [--warmup N] [--atol X] [--rtol X] [--json]`
 //
 // The Llama prefill (models/llama) run with the dispatcher (pinned kernels where a release
-// allows) and with every GEMM and attention on its fallback; prints where each problem went,
+// allows) and with every dispatched operator on its fallback; prints where each problem went,
 // the interleaved latency with its 95% CI, each operator's share of time, memory, and whether
 // the two runs' logits agree. Exit status: 0 agree, 1 disagree, 2 bad input.
 #include <cmath>
@@ -32,7 +32,7 @@ void add_model_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand(
       "model", "run the Llama prefill with the pinned kernels and with the fallbacks, and compare");
   struct Args {
-    std::string preset = "llama3-8b", set, backend = "cuda", ops = "gemm,attention", disable;
+    std::string preset = "llama3-8b", set, backend = "cuda", ops, disable;
     int64_t layers = 0, batch = 0, seq = 0;
     std::vector<std::string> releases;
     bool pin_defaults = false, json = false;
@@ -48,7 +48,7 @@ void add_model_command(CLI::App& app, int* rc) {
                   "more model settings, e.g. hidden=2048,heads=16,kv_heads=4,ffn=8192,logits=all");
   cmd->add_option("--backend", a->backend, "cuda (default) | cpu (interpreter; tiny models)");
   cmd->add_option("--release", a->releases, "a pilot release/ folder (repeat per operator)");
-  cmd->add_option("--ops", a->ops, "operators the kernel run dispatches (default gemm,attention)");
+  cmd->add_option("--ops", a->ops, "operators the kernel run dispatches (default: every operator the model calls)");
   cmd->add_flag("--pin-defaults", a->pin_defaults,
                 "pin operators without a release to their default config (untested kernels)");
   cmd->add_option("--disable", a->disable, "libraries to treat as missing: NVRTC,cuBLASLt,cuDNN");

@@ -30,7 +30,7 @@ void add_pilot(CLI::App& app, int* rc) {
     bool progress = false, no_progress = false, force = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("spec", a->spec, "pilot spec, e.g. examples/pilots/gemm-h200.yaml")->required();
+  cmd->add_option("spec", a->spec, "pilot spec (examples in examples/pilots/)")->required();
   cmd->add_option("--out", a->out, "output folder (default: pilot-out/<spec name>)");
   cmd->add_option("--flop-budget", a->flop_budget,
                   "CPU interpreter work per case before blocks are sampled");

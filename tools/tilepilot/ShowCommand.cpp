@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "CliSupport.h"
+#include "compile/Lower.h"
 #include "Commands.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "ir/IRPrinter.h"

@@ -222,8 +222,9 @@ void add_tune_command(CLI::App& app, int* rc) {
                    << " must be a finite fraction >= 0, e.g. 0.02 for 2 %";
     if (sp->spec.empty()) {
       if (a->op.empty() || a->shape.empty())
-        user_error() << "tune: give an operator and --shape (e.g. tune gemm --shape "
-                        "M=4096,N=4096,K=4096), or --spec FILE to tune a pilot spec's shapes";
+        user_error() << "tune: give an operator and --shape (e.g. tune OP --shape k=v,...; "
+                        "`tilepilot ops` lists operators and keys), or --spec FILE to tune a "
+                        "pilot spec's shapes";
       if (!sp->pinned_out.empty() || cmd->count("--min-gain"))
         user_error() << "tune: --pinned-out and --min-gain go with --spec";
       return run_tune(*a, rc);

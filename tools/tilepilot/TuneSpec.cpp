@@ -8,7 +8,7 @@
 #include "TuneShared.h"
 #include "autotune/Policy.h"
 #include "autotune/ShapeTuning.h"
-#include "pilot/Files.h"
+#include "release/Files.h"
 #include "pilot/Spec.h"
 #include "tilepilot/error.h"
 
@@ -198,7 +198,7 @@ void run_tune_spec(const TuneSpecArgs& a, int* rc) {
   j["pinned"] = pinned.to_json();
   // Through a temporary file and a rename: a tune killed while writing leaves the earlier
   // table whole.
-  if (!a.pinned_out.empty()) pilot::write_text(a.pinned_out, pinned.to_json().dump(2) + "\n");
+  if (!a.pinned_out.empty()) release::write_text(a.pinned_out, pinned.to_json().dump(2) + "\n");
   j["status"] = all_ok ? "tuned" : "incomplete";
   if (a.json) {
     std::cout << j.dump(2) << "\n";

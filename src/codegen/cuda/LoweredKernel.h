@@ -38,7 +38,5 @@ struct LoweredKernel {
   ir::Stmt body_with_barriers;
 };
 
-/// Lowers `k` for `t` through the pass list in src/passes (see Lower.cpp) and emits CUDA C++.
-LoweredKernel lower_kernel(const Kernel& k, const passes::Target& t);
 
 } // namespace tp::cuda

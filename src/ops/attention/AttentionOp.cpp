@@ -239,9 +239,9 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
 
 void AttentionOp::validate(const Problem&, const Config& c) const {
   // Ranges are the knobs' own (validate_knobs); these are the rules between knobs.
+  validate_knobs(*this, c, "cpu");
   for (const char* k : {"bm", "bn", "stages", "threads"})
     if (!c.count(k)) user_error() << "attention: config is missing " << k;
-  validate_knobs(*this, c, "cpu");
   if (c.at("bm") % 16 || c.at("bn") % 16)
     user_error() << "attention: bm and bn must be positive multiples of 16, got "
                  << config_str(c);

@@ -142,9 +142,9 @@ Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
 
 void GemmOp::validate(const Problem&, const Config& c) const {
   // Ranges are the knobs' own (validate_knobs); these are the rules between knobs.
+  validate_knobs(*this, c, "cpu");
   for (const char* k : {"bm", "bn", "bk", "stages", "threads"})
     if (!c.count(k)) user_error() << "gemm: config is missing " << k;
-  validate_knobs(*this, c, "cpu");
   if (c.at("bm") % 16 || c.at("bn") % 16 || c.at("bk") % 16)
     user_error() << "gemm: bm, bn, bk must be positive multiples of 16, got " << config_str(c);
   if (c.at("threads") % 32)

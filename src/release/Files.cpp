@@ -1,5 +1,5 @@
 // File helpers for pilot outputs.
-#include "pilot/Files.h"
+#include "release/Files.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -11,7 +11,7 @@
 
 #include "tilepilot/error.h"
 
-namespace tp::pilot {
+namespace tp::release {
 
 namespace fs = std::filesystem;
 
@@ -77,4 +77,4 @@ std::string xxh64_hex(const std::string& bytes) {
   return buf;
 }
 
-} // namespace tp::pilot
+} // namespace tp::release

@@ -12,7 +12,7 @@
 
 #include "ops/Operator.h"
 
-namespace tp::pilot {
+namespace tp::release {
 
 inline constexpr const char* kReleaseFormat = "tilepilot-release/1";
 
@@ -56,4 +56,4 @@ struct Release {
 /// error naming the file and the reason otherwise.
 Release load_release(const std::string& dir);
 
-} // namespace tp::pilot
+} // namespace tp::release

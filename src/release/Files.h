@@ -4,7 +4,7 @@
 #include <exception>
 #include <string>
 
-namespace tp::pilot {
+namespace tp::release {
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half a
 /// file. Creates parent folders. User error (naming the path) when it cannot.
@@ -16,4 +16,4 @@ std::string plain_error_text(const std::exception& e);
 /// XXH64 (seed 0) of bytes as 16 lowercase hex digits.
 std::string xxh64_hex(const std::string& bytes);
 
-} // namespace tp::pilot
+} // namespace tp::release

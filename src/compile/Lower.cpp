@@ -1,7 +1,7 @@
 // The CUDA backend's pass list, in order:
 //   verify -> flatten lets -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and
 //   plan on the barrier'd IR -> plan shared memory -> lower tile ops -> emit CUDA C++.
-#include "passes/Lower.h"
+#include "compile/Lower.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,12 +1,12 @@
 // Reading release folders back, and the problem JSON shared by releases and reproducers.
-#include "pilot/ReleaseManifest.h"
+#include "release/ReleaseManifest.h"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "pilot/Files.h"
+#include "release/Files.h"
 
-namespace tp::pilot {
+namespace tp::release {
 
 std::string file_list_hash(const nlohmann::json& files) {
   std::string list;
@@ -180,4 +180,4 @@ Release load_release(const std::string& dir) {
   return r;
 }
 
-} // namespace tp::pilot
+} // namespace tp::release

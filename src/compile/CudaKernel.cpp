@@ -1,5 +1,6 @@
 // Compile-on-demand and launch of generated kernels, with tensor-map encoding for TMA.
-#include "codegen/cuda/CudaKernel.h"
+#include "compile/CudaKernel.h"
+#include "compile/Lower.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,0 +1,179 @@
+// The Operator interface's shared behaviour, on the built-in operators: one knob check with
+// named ranges per arch, the default grid read from the built kernel, the default host framework
+// (the fp64 reference over every block's boxes), problems from tensor shapes, the tuning key's
+// and registry's rules.
+#include <cmath>
+#include <functional>
+#include <gtest/gtest.h>
+
+#include "ops/Operator.h"
+#include "tilepilot/dispatch.h"
+
+using namespace tp;
+using namespace tp::ops;
+
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Problem gemm_problem(int64_t M, int64_t N, int64_t K, const std::string& layout = "nn") {
+  return find_operator("gemm").parse(
+      {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)},
+       {"layout", layout}},
+      DType::bf16);
+}
+
+Problem attention_problem(const std::map<std::string, std::string>& kv) {
+  return find_operator("attention").parse(kv, DType::bf16);
+}
+
+} // namespace
+
+TEST(OperatorInterface, KnobRangesAreCheckedOnceWithTheirRange) {
+  const Operator& gemm = find_operator("gemm");
+  Config c = gemm.default_config(gemm_problem(256, 256, 256), "sm_90a");
+  EXPECT_NO_THROW(validate_knobs(gemm, c, "sm_90a"));
+  c["stages"] = 9;
+  std::string m = message_of([&] { validate_knobs(gemm, c, "sm_90a"); });
+  EXPECT_NE(m.find("gemm: config stages=9 is out of range on sm_90a; stages takes [1, 8]"),
+            std::string::npos)
+      << m;
+  c["stages"] = 4;
+  c["bogus"] = 1;
+  m = message_of([&] { validate_knobs(gemm, c, "sm_90a"); });
+  EXPECT_NE(m.find("unknown config knob 'bogus' on sm_90a; the knobs are bm, bn, bk"),
+            std::string::npos)
+      << m;
+}
+
+TEST(OperatorInterface, TmaOnlyKnobsAreRefusedOnSm80) {
+  const Operator& gemm = find_operator("gemm");
+  Config c = {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128},
+              {"cluster", 2}};
+  EXPECT_NO_THROW(validate_knobs(gemm, c, "sm_90a"));
+  EXPECT_NO_THROW(validate_knobs(gemm, c, "cpu")); // the interpreter ignores clusters
+  std::string m = message_of([&] { validate_knobs(gemm, c, "sm_80"); });
+  EXPECT_NE(m.find("cluster=2 is not available on sm_80; there cluster takes [1, 1]"), std::string::npos)
+      << m;
+  const Operator& att = find_operator("attention");
+  Config a = {{"bm", 64}, {"bn", 64}, {"stages", 2}, {"threads", 128}, {"persistent", 1}};
+  m = message_of([&] { validate_knobs(att, a, "sm_80"); });
+  EXPECT_NE(m.find("persistent=1 is not available on sm_80"), std::string::npos) << m;
+}
+
+TEST(OperatorInterface, TheTunerSearchesWhatTheArchAllows) {
+  const Operator& gemm = find_operator("gemm");
+  for (const Knob& k : gemm.knobs("sm_90a"))
+    if (k.name == "bk") EXPECT_EQ(k.values, std::vector<int64_t>{64});
+  for (const Knob& k : gemm.knobs("sm_80"))
+    if (k.name == "cluster") EXPECT_EQ(k.values, std::vector<int64_t>{1});
+  // Every searched value is one a config may set.
+  for (const char* arch : {"sm_80", "sm_90a", "cpu"})
+    for (const Operator* op : all_operators())
+      for (const Knob& k : op->knobs(arch))
+        for (int64_t v : k.values)
+          EXPECT_TRUE(k.accepts(v)) << op->name() << " " << arch << " " << k.name << "=" << v;
+}
+
+TEST(OperatorInterface, TheDefaultGridIsTheKernelsOwn) {
+  const Operator& gemm = find_operator("gemm");
+  Problem p = gemm_problem(300, 200, 64);
+  Config c = {{"bm", 64}, {"bn", 128}, {"bk", 32}, {"stages", 2}, {"threads", 128}};
+  EXPECT_EQ(gemm.grid(p, c), (std::array<int64_t, 3>{2, 5, 1})); // ceil(200/128), ceil(300/64)
+  const Operator& att = find_operator("attention");
+  Problem q = attention_problem({{"B", "3"}, {"H", "4"}, {"S", "130"}, {"D", "64"}});
+  Config ac = {{"bm", 64}, {"bn", 64}, {"stages", 1}, {"threads", 128}};
+  EXPECT_EQ(att.grid(q, ac), (std::array<int64_t, 3>{3, 4, 3})); // ceil(130/64), H, B
+}
+
+TEST(OperatorInterface, TheHostFrameworkIsTheReferenceOverEveryOutput) {
+  for (const char* name : {"gemm", "attention"}) {
+    const Operator& op = find_operator(name);
+    Problem p = std::string(name) == "gemm"
+                    ? gemm_problem(33, 70, 19, "tn")
+                    : attention_problem({{"B", "2"}, {"H", "2"}, {"S", "33"}, {"D", "16"},
+                                         {"causal", "1"}, {"lse", "1"}});
+    std::vector<HostTensor> args = op.make_args(p, 11);
+    op.run_host_framework(p, args);
+    for (int o : op.outputs(p)) {
+      const HostTensor& t = args[o];
+      // The reference over boxes it takes: all of C; one (batch, head) of O or LSE at a time.
+      std::vector<Box> boxes;
+      const std::vector<int64_t>& sh = t.shape();
+      if (std::string(name) == "gemm") {
+        boxes.push_back(Box{o, {0, 0}, sh});
+      } else {
+        for (int64_t b = 0; b < sh[0]; ++b)
+          for (int64_t h = 0; h < sh[1]; ++h) {
+            Box box{o, {b, h}, {1, 1}};
+            for (size_t d = 2; d < sh.size(); ++d) {
+              box.min.push_back(0);
+              box.extent.push_back(sh[d]);
+            }
+            boxes.push_back(box);
+          }
+      }
+      int64_t flat = 0; // the boxes above tile the tensor in row-major order
+      for (const Box& box : boxes)
+        for (double want : op.reference(p, args, box)) {
+          HostTensor one(t.dtype(), {1});
+          one.set(0, want); // rounded once into the output's dtype
+          if (std::isinf(want))
+            EXPECT_EQ(t.get(flat), want) << name << " output " << o << " element " << flat;
+          else
+            EXPECT_EQ(t.get(flat), one.get(0)) << name << " output " << o << " element " << flat;
+          ++flat;
+        }
+      EXPECT_EQ(flat, t.numel());
+    }
+  }
+}
+
+TEST(OperatorInterface, ProblemsComeFromTensorShapes) {
+  const Operator& gemm = find_operator("gemm");
+  Problem p = gemm.problem_for({{5, 7}, {9, 7}, {5, 9}}, {DType::f16, DType::f16, DType::f16},
+                               {{"layout", "nt"}});
+  EXPECT_EQ(p.shape_str(), "K=7,M=5,N=9,layout=nt");
+  std::string m = message_of([&] {
+    gemm.problem_for({{5, 7}, {8, 9}, {5, 9}}, {DType::f16, DType::f16, DType::f16}, {});
+  });
+  EXPECT_NE(m.find("shapes do not agree for layout nn"), std::string::npos) << m;
+  m = message_of([&] { gemm.problem_from_inputs({{5, 7}}, {DType::f16}, {}); });
+  EXPECT_NE(m.find("cannot be called on input tensors alone"), std::string::npos) << m;
+}
+
+TEST(OperatorInterface, TheRegistryKnowsEachNameOnce) {
+  std::string m = message_of([] { find_operator("gemmm"); });
+  EXPECT_NE(m.find("unknown operator 'gemmm'; known operators: gemm, attention"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("--plugin"), std::string::npos) << m;
+  EXPECT_EQ(operator_origin("gemm"), "built-in");
+}
+
+TEST(OperatorInterface, DispatchRunsAnyOperatorByName) {
+  // No release: the call takes the operator's host framework, counted under the operator.
+  Dispatcher d;
+  HostTensor a(DType::f32, {3, 4}), b(DType::f32, {4, 2}), c(DType::f32, {3, 2});
+  a.fill_random(1);
+  b.fill_random(2);
+  c.poison();
+  d.run("gemm", {&a, &b, &c});
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < 4; ++k)
+        want += a.get(i * 4 + k) * b.get(k * 2 + j);
+      EXPECT_NEAR(c.get(i * 2 + j), want, 1e-5);
+    }
+  EXPECT_EQ(d.counters("gemm").fallbacks(), 1);
+  std::string m = message_of([&] { d.run("gemm", {&a, &b}); });
+  EXPECT_NE(m.find("gemm: takes three tensors (A, B, C), got 2"), std::string::npos) << m;
+}
