@@ -62,7 +62,7 @@ ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
     const Buffer& xs = cx.layouts.reduce_scratch.at(op);
     auto at = [&](const Expr& t) { return cx.load(xs, {t * Q + q}); };
     s.push_back(unrolled_for(q, Q, cx.store(xs, {cx.tid * Q + q}, part(Expr(q)))));
-    s.push_back(cx.barrier());
+    s.push_back(cx.thread_barrier());
     // Each thread combines the partials of the threads at every xor distance the masks span.
     Expr acc = at(cx.tid);
     size_t k = rp.cross_warp_masks.size();
@@ -74,7 +74,7 @@ ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
     }
     s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, acc, {})));
     // The scratch is written again by the next execution of this reduction.
-    s.push_back(cx.barrier());
+    s.push_back(cx.thread_barrier());
   }
   Expr t = part(Expr(q));
   if (cx.layouts.in_registers(dst)) {
