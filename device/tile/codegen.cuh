@@ -225,7 +225,7 @@ TP_DEVICE void store_bytes(void* g, const void* t) {
 template <int N, typename D, typename S>
 TP_DEVICE void ld_vec(D* regs, const S* g) {
   alignas(16) S t[N];
-  load_bytes<N * static_cast<int>(sizeof(S)), static_cast<int>(sizeof(S))>(t, g);
+  load_bytes<N* static_cast<int>(sizeof(S)), static_cast<int>(sizeof(S))>(t, g);
   for (int i = 0; i < N; ++i)
     regs[i] = as<D>(f(t[i]));
 }
@@ -235,7 +235,7 @@ TP_DEVICE void st_vec(D* g, const S* regs) {
   alignas(16) D t[N];
   for (int i = 0; i < N; ++i)
     t[i] = as<D>(f(regs[i]));
-  store_bytes<N * static_cast<int>(sizeof(D)), static_cast<int>(sizeof(D))>(g, t);
+  store_bytes<N* static_cast<int>(sizeof(D)), static_cast<int>(sizeof(D))>(g, t);
 }
 
 struct U4 {

@@ -117,7 +117,8 @@ public:
     for (;;) {
       info_ = LayoutInfo();
       info_.consumer_threads = k_.threads;
-      for (const ir::Gemm* g : gemms_) anchor(g);
+      for (const ir::Gemm* g : gemms_)
+        anchor(g);
       fixpoint();
       seed_blocked();
       std::map<uint64_t, std::string> d = demotions();
@@ -152,7 +153,8 @@ private:
   void fixpoint() {
     for (bool changed = true; changed;) {
       changed = false;
-      for (const ir::Stmt& s : stmts_) changed |= propagate(s);
+      for (const ir::Stmt& s : stmts_)
+        changed |= propagate(s);
     }
   }
 
@@ -201,7 +203,8 @@ private:
     for (const auto& [g, kind] : info_.gemms)
       for (const ir::Region* r : {&g->a, &g->b, &g->c})
         if (r->buffer->uid == f->uid)
-          return std::string("an operand of a ") + gemm_kind_name(kind) + " gemm at " + g->loc.str();
+          return std::string("an operand of a ") + gemm_kind_name(kind) + " gemm at " +
+                 g->loc.str();
     return "no register layout fits its uses";
   }
 
@@ -211,8 +214,10 @@ private:
     for (const ir::Stmt& s : stmts_)
       if (const auto* cp = ir::as<ir::Copy>(s)) {
         const Buffer &a = cp->src.buffer, &b = cp->dst.buffer;
-        if (a->uid == f->uid && b->scope == Scope::global) eb = std::min(eb, std::max(1, dtype_bytes(b->dtype)));
-        if (b->uid == f->uid && a->scope == Scope::global) eb = std::min(eb, std::max(1, dtype_bytes(a->dtype)));
+        if (a->uid == f->uid && b->scope == Scope::global)
+          eb = std::min(eb, std::max(1, dtype_bytes(b->dtype)));
+        if (b->uid == f->uid && a->scope == Scope::global)
+          eb = std::min(eb, std::max(1, dtype_bytes(a->dtype)));
       }
     return eb;
   }
@@ -232,13 +237,15 @@ private:
     // Element accesses outside parallel loops read one element in every thread.
     OutsideAccesses oa;
     oa.visit(k_.body);
-    for (const auto& [b, loc] : oa.found) demote(b, "an element is accessed outside a parallel loop", loc);
+    for (const auto& [b, loc] : oa.found)
+      demote(b, "an element is accessed outside a parallel loop", loc);
     for (const ir::Stmt& s : stmts_) {
       if (const auto* p = ir::as<ir::Parallel>(s)) {
         CollectLoopAccesses c(p);
         c.visit(p->body);
         for (const auto& [b, loc] : c.out.other)
-          demote(b, "a parallel loop indexes it by other than its variables", loc.known() ? loc : p->loc);
+          demote(b, "a parallel loop indexes it by other than its variables",
+                 loc.known() ? loc : p->loc);
         const FragmentLayout* anchor = nullptr;
         for (const Buffer& b : c.out.full)
           if (info_.fragments.count(b->uid) && !anchor) anchor = &info_.fragments.at(b->uid);
@@ -247,18 +254,22 @@ private:
         all.insert(all.end(), c.out.cols.begin(), c.out.cols.end());
         if (!anchor) {
           for (const Buffer& b : all)
-            demote(b, "a parallel loop uses it without a register fragment indexed by all of "
-                      "its variables", p->loc);
+            demote(b,
+                   "a parallel loop uses it without a register fragment indexed by all of "
+                   "its variables",
+                   p->loc);
           continue;
         }
         if (writes_local(p->body))
-          for (const Buffer& b : all) demote(b, "a parallel loop over it writes a local tile", p->loc);
+          for (const Buffer& b : all)
+            demote(b, "a parallel loop over it writes a local tile", p->loc);
         for (const Buffer& b : c.out.full)
           if (is_elementwise(b) && !info_.fragments.at(b->uid).same_as(*anchor))
             demote(b, "a parallel loop mixes it with another register layout", p->loc);
         for (const Buffer& b : c.out.rows)
-          if (is_elementwise(b) && !(anchor->has_rows() && anchor->kind != FragmentLayout::Kind::rows &&
-                                     info_.fragments.at(b->uid).same_as(anchor->rows())))
+          if (is_elementwise(b) &&
+              !(anchor->has_rows() && anchor->kind != FragmentLayout::Kind::rows &&
+                info_.fragments.at(b->uid).same_as(anchor->rows())))
             demote(b, "a parallel loop reads it as a row vector of another layout", p->loc);
         for (const Buffer& b : c.out.cols)
           if (is_elementwise(b) && !(anchor->kind == FragmentLayout::Kind::blocked &&
@@ -282,13 +293,16 @@ private:
         bool rs = info_.fragments.count(r->src->uid), rd = info_.fragments.count(r->dst->uid);
         if (is_elementwise(r->src)) {
           ReducePlan rp = plan_reduce(info_.fragments.at(r->src->uid), r->dim);
-          if (!rp.supported) demote(r->src, "a reduction: " + rp.why_not, r->loc);
-          else if (r->dst->scope == Scope::local) demote(r->src, "a reduction into a local tile", r->loc);
+          if (!rp.supported)
+            demote(r->src, "a reduction: " + rp.why_not, r->loc);
+          else if (r->dst->scope == Scope::local)
+            demote(r->src, "a reduction into a local tile", r->loc);
           else if (rd && !info_.fragments.at(r->dst->uid).same_as(rp.result))
             demote(r->dst, "a reduction gives it another layout", r->loc);
         } else if (rd && is_elementwise(r->dst)) {
-          demote(r->dst, rs ? "a reduction of an accumulator gives it another layout"
-                            : "a reduction of a shared tile writes it",
+          demote(r->dst,
+                 rs ? "a reduction of an accumulator gives it another layout"
+                    : "a reduction of a shared tile writes it",
                  r->loc);
         }
       } else if (const auto* g = ir::as<ir::Gemm>(s)) {
@@ -298,7 +312,28 @@ private:
         if (pr->tile) demote(pr->tile, "printed as a tile", pr->loc);
       }
     }
+    if (out.empty()) budget(out);
     return out;
+  }
+
+  /// All register fragments together (accumulators included, lifetimes ignored) stay within
+  /// kMaxKernelFragmentRegs per thread: past it the largest blocked fragment goes to shared
+  /// memory (ptxas would spill registers instead, which is slower than shared memory).
+  void budget(std::map<uint64_t, std::string>& out) const {
+    int total = 0;
+    const Buffer* largest = nullptr;
+    int largest_regs = 0;
+    for (const Buffer& f : fragments_) {
+      auto it = info_.fragments.find(f->uid);
+      if (it == info_.fragments.end()) continue;
+      int n = it->second.regs_per_thread();
+      total += n;
+      if (it->second.elementwise() && n > largest_regs) largest = &f, largest_regs = n;
+    }
+    if (total > kMaxKernelFragmentRegs && largest)
+      out[(*largest)->uid] = "the kernel's register fragments would take " + std::to_string(total) +
+                             " registers per thread (more than " +
+                             std::to_string(kMaxKernelFragmentRegs) + "); this is the largest";
   }
 
   static bool writes_local(const ir::Stmt& body) {
@@ -312,14 +347,17 @@ private:
   /// Vector runs for copies between a global tensor and a whole blocked-family fragment whose
   /// last dimension lies along the tensor's last (contiguous) one, both of 16- or 32-bit floats.
   void plan_copy_vectors() {
-    auto vector_float = [](DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; };
+    auto vector_float = [](DType t) {
+      return t == DType::f32 || t == DType::bf16 || t == DType::f16;
+    };
     for (const ir::Stmt& s : stmts_) {
       const auto* cp = ir::as<ir::Copy>(s);
       if (!cp) continue;
       const ir::Region &src = cp->src, &dst = cp->dst;
       const ir::Region* g = src.buffer->scope == Scope::global ? &src : &dst;
       const ir::Region* f = g == &src ? &dst : &src;
-      if (g->buffer->scope != Scope::global || !is_elementwise(f->buffer) || !is_whole(*f)) continue;
+      if (g->buffer->scope != Scope::global || !is_elementwise(f->buffer) || !is_whole(*f))
+        continue;
       const FragmentLayout& l = info_.fragments.at(f->buffer->uid);
       if (l.kind == FragmentLayout::Kind::rows || l.vec < 2) continue;
       if (!vector_float(g->buffer->dtype) || !vector_float(f->buffer->dtype)) continue;
@@ -329,8 +367,10 @@ private:
         if (g->extent[d] != 1) last_nonunit = static_cast<int>(d), ++count;
       std::vector<int64_t> fs = f->buffer->const_shape();
       int f_nonunit = 0;
-      for (int64_t e : fs) f_nonunit += e != 1;
-      if (count != f_nonunit || last_nonunit != g->buffer->rank() - 1 || g->extent.back() != fs.back())
+      for (int64_t e : fs)
+        f_nonunit += e != 1;
+      if (count != f_nonunit || last_nonunit != g->buffer->rank() - 1 ||
+          g->extent.back() != fs.back())
         continue;
       info_.copy_vector[cp] = l.vec;
     }
@@ -357,8 +397,9 @@ private:
     if (it == info_.fragments.end()) {
       if (l.elementwise() && forced_.count(b->uid)) return false;
       std::vector<int64_t> s = b->const_shape();
-      bool fits = l.rank() == 1 ? s.size() == 1 && s[0] == (l.kind == FragmentLayout::Kind::cols ? l.N : l.M)
-                                : s.size() == 2 && s[0] == l.M && s[1] == l.N;
+      bool fits = l.rank() == 1
+                      ? s.size() == 1 && s[0] == (l.kind == FragmentLayout::Kind::cols ? l.N : l.M)
+                      : s.size() == 2 && s[0] == l.M && s[1] == l.N;
       if (!fits) return false;
       info_.fragments[b->uid] = l;
       return true;
@@ -467,8 +508,8 @@ private:
       if (l && l->kind == FragmentLayout::Kind::blocked && r->dst->scope == Scope::fragment) {
         ReducePlan rp = plan_reduce(*l, r->dim);
         if (rp.supported) changed |= assign(r->dst, rp.result, r->loc, "this reduction");
-      } else if (l && r->dim == 1 && l->kind != FragmentLayout::Kind::rows && l->rows_within_quad() &&
-                 r->dst->scope == Scope::fragment)
+      } else if (l && r->dim == 1 && l->kind != FragmentLayout::Kind::rows &&
+                 l->rows_within_quad() && r->dst->scope == Scope::fragment)
         changed |= assign(r->dst, l->rows(), r->loc, "this reduction");
       return changed;
     }
@@ -491,8 +532,10 @@ private:
                  "register fragment can only be accessed element-wise (t(i, j), or a row "
                  "vector as t(i)); copy it to a shared tile to access it otherwise";
       for (const Buffer& b : c.out.cols)
-        if (info_.fragments.count(b->uid) && info_.fragments.at(b->uid).kind != FragmentLayout::Kind::cols)
-          user_error(p->loc) << "fragment '" << b->name << "' (layout " << info_.fragments.at(b->uid).str()
+        if (info_.fragments.count(b->uid) &&
+            info_.fragments.at(b->uid).kind != FragmentLayout::Kind::cols)
+          user_error(p->loc) << "fragment '" << b->name << "' (layout "
+                             << info_.fragments.at(b->uid).str()
                              << ") is indexed by the parallel loop's second variable; only a "
                                 "column vector of a blocked fragment can be; copy it to a shared "
                                 "tile to access it otherwise";
@@ -583,10 +626,12 @@ FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_byte
   internal_assert(!shape.empty() && shape.size() <= 2) << "blocked layout of rank " << shape.size();
   int64_t M = shape.size() == 2 ? shape[0] : 1, N = shape.back();
   int vec = std::max(1, 16 / std::max(1, global_bytes));
-  while (vec > 1 && N % vec != 0) vec /= 2;
+  while (vec > 1 && N % vec != 0)
+    vec /= 2;
   int64_t runs = N / vec;
   int tn = 1;
-  while (tn * 2 <= threads && threads % (tn * 2) == 0 && runs % (tn * 2) == 0) tn *= 2;
+  while (tn * 2 <= threads && threads % (tn * 2) == 0 && runs % (tn * 2) == 0)
+    tn *= 2;
   FragmentLayout l = FragmentLayout::blocked(M, N, vec, tn, threads);
   return shape.size() == 2 ? l : l.cols();
 }
@@ -617,10 +662,11 @@ std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
       os << "// copy at " << c->loc.str() << ": runs of " << v << " elements, "
          << v * dtype_bytes(g->dtype) << " bytes of '" << g->name << "' per thread\n";
     }
-    if (const auto* r = ir::as<ir::Reduce>(s); r && info.in_registers(r->src) &&
-                                               info.fragment(r->src).kind == FragmentLayout::Kind::blocked)
-      os << "// reduce at " << r->loc.str() << ": " << plan_reduce(info.fragment(r->src), r->dim).str()
-         << "\n";
+    if (const auto* r = ir::as<ir::Reduce>(s);
+        r && info.in_registers(r->src) &&
+        info.fragment(r->src).kind == FragmentLayout::Kind::blocked)
+      os << "// reduce at " << r->loc.str() << ": "
+         << plan_reduce(info.fragment(r->src), r->dim).str() << "\n";
   });
   return os.str();
 }

@@ -54,6 +54,9 @@ LayoutInfo infer_layouts(const ir::KernelNode& k, const Target& t);
 FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_bytes, int threads);
 /// Registers (elements) per thread above which a fragment stays in shared memory.
 constexpr int kMaxFragmentRegs = 128;
+/// Registers (elements) per thread of all register fragments of a kernel together, above which
+/// the largest blocked fragments go to shared memory.
+constexpr int kMaxKernelFragmentRegs = 192;
 
 /// The layout table, for `tilepilot show --stage lowered`.
 std::string to_string(const ir::KernelNode& k, const LayoutInfo& info);

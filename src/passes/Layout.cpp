@@ -54,7 +54,8 @@ FragmentLayout FragmentLayout::cols() const {
 }
 
 bool FragmentLayout::has_rows() const {
-  return kind == Kind::blocked || ((kind == Kind::wgmma_acc || kind == Kind::mma_acc) && rows_within_quad());
+  return kind == Kind::blocked ||
+         ((kind == Kind::wgmma_acc || kind == Kind::mma_acc) && rows_within_quad());
 }
 
 std::vector<Expr> FragmentLayout::coords(const Expr& t, const Expr& r) const {
@@ -100,8 +101,10 @@ int FragmentLayout::regs_per_thread() const {
   switch (kind) {
   case Kind::wgmma_acc: return static_cast<int>(slabs * N / 2);
   case Kind::mma_acc: return static_cast<int>((M / warps_m / 16) * (N / warps_n / 8) * 4);
-  case Kind::blocked: return static_cast<int>(row_blocks() * col_runs() * vec);
-  case Kind::cols: return static_cast<int>(col_runs() * vec);
+  case Kind::blocked:
+    return static_cast<int>(row_blocks() * col_runs() * vec);
+  case Kind::cols:
+    return static_cast<int>(col_runs() * vec);
   case Kind::rows:
     if (parent == Kind::blocked) return static_cast<int>(row_blocks());
     return parent == Kind::wgmma_acc ? 2 * slabs : static_cast<int>(2 * (M / warps_m / 16));
@@ -209,9 +212,11 @@ std::string FragmentLayout::str() const {
   case Kind::mma_acc: return fmt::format("mma_acc[{}x{}, warps {}x{}]", M, N, warps_m, warps_n);
   case Kind::blocked:
     return fmt::format("blocked[{}x{}, vec {}, threads {}x{}]", M, N, vec, tm, tn);
-  case Kind::cols: return fmt::format("cols_of(blocked)[{}, vec {}, threads {}x{}]", N, vec, tm, tn);
+  case Kind::cols:
+    return fmt::format("cols_of(blocked)[{}, vec {}, threads {}x{}]", N, vec, tm, tn);
   case Kind::rows:
-    if (parent == Kind::blocked) return fmt::format("rows_of(blocked)[{}, threads {}x{}]", M, tm, tn);
+    if (parent == Kind::blocked)
+      return fmt::format("rows_of(blocked)[{}, threads {}x{}]", M, tm, tn);
     return fmt::format("rows_of({})", parent == Kind::wgmma_acc ? "wgmma_acc" : "mma_acc") +
            fmt::format("[{}]", M);
   case Kind::none: return "shared";
@@ -238,7 +243,8 @@ ReducePlan plan_reduce(const FragmentLayout& src, int dim) {
     (m < 32 ? p.shuffle_masks : p.cross_warp_masks).push_back(m);
   p.result = dim == 1 ? src.rows() : src.cols();
   p.per_thread = static_cast<int>(dim == 1 ? src.col_runs() * src.vec : src.row_blocks());
-  if (!p.cross_warp_masks.empty()) p.scratch_elems = int64_t(src.threads()) * p.result.regs_per_thread();
+  if (!p.cross_warp_masks.empty())
+    p.scratch_elems = int64_t(src.threads()) * p.result.regs_per_thread();
   p.supported = true;
   return p;
 }
@@ -254,8 +260,8 @@ std::string ReducePlan::str() const {
   };
   if (!shuffle_masks.empty()) s += ", shuffle xor " + list(shuffle_masks);
   if (!cross_warp_masks.empty())
-    s += fmt::format(", across warps xor {} through {} f32 of shared memory", list(cross_warp_masks),
-                     scratch_elems);
+    s += fmt::format(", across warps xor {} through {} f32 of shared memory",
+                     list(cross_warp_masks), scratch_elems);
   return s + " -> " + result.str();
 }
 

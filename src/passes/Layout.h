@@ -51,7 +51,8 @@ struct FragmentLayout {
 
   /// blocked, cols, or rows of a blocked layout (the element-wise family).
   bool elementwise() const {
-    return kind == Kind::blocked || kind == Kind::cols || (kind == Kind::rows && parent == Kind::blocked);
+    return kind == Kind::blocked || kind == Kind::cols ||
+           (kind == Kind::rows && parent == Kind::blocked);
   }
   /// Logical rank of the fragment (1 for rows and cols).
   int rank() const { return kind == Kind::rows || kind == Kind::cols ? 1 : 2; }
@@ -99,7 +100,7 @@ struct ReducePlan {
   std::string why_not;
   int per_thread = 0;
   std::vector<int> shuffle_masks, cross_warp_masks;
-  FragmentLayout result;  // the layout of the reduced fragment
+  FragmentLayout result;     // the layout of the reduced fragment
   int64_t scratch_elems = 0; // f32 scratch in shared memory (cross-warp only)
   std::string str() const;
 };

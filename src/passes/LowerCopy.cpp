@@ -263,18 +263,19 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     if (dwhole)
       return unrolled_for(
           r, l.regs_per_thread(),
-          when_valid(cx, l, r,
-                     ir::Store::make(cx.reg(D), l.reg_index(r),
-                                     read(cx, src,
-                                          l.elementwise() ? squeezed(D, coords(cx, l, r))
-                                                          : coords(cx, l, r)),
-                                     {})));
+          when_valid(
+              cx, l, r,
+              ir::Store::make(
+                  cx.reg(D), l.reg_index(r),
+                  read(cx, src, l.elementwise() ? squeezed(D, coords(cx, l, r)) : coords(cx, l, r)),
+                  {})));
     // Exactly the region: registers outside it keep their values.
     InRegion in = in_region(cx, dst, coords(cx, l, r));
-    return unrolled_for(r, l.regs_per_thread(),
-                        when_valid(cx, l, r,
-                                   if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
-                                                                      read(cx, src, in.coords), {}))));
+    return unrolled_for(
+        r, l.regs_per_thread(),
+        when_valid(cx, l, r,
+                   if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
+                                                      read(cx, src, in.coords), {}))));
   }
   // Memory to memory.
   std::vector<int64_t> ext;

@@ -56,7 +56,8 @@ ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
   // Every lane takes part in the shuffles (registers past the tile hold the identity).
   for (int mask : rp.shuffle_masks) {
     Expr other = call_expr("tp::warp::shfl_xor", {part(Expr(q)), Expr(mask)}, DType::f32);
-    s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, combine(op->op, part(Expr(q)), other), {})));
+    s.push_back(unrolled_for(
+        q, Q, ir::Store::make(tmp, {Expr(q)}, combine(op->op, part(Expr(q)), other), {})));
   }
   if (!rp.cross_warp_masks.empty()) {
     const Buffer& xs = cx.layouts.reduce_scratch.at(op);
@@ -79,11 +80,12 @@ ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
   Expr t = part(Expr(q));
   if (cx.layouts.in_registers(dst)) {
     const FragmentLayout& ld = cx.layouts.fragment(dst);
-    internal_assert(ld.same_as(res)) << "reduce into " << dst->name << ": " << ld.str() << " vs "
-                                     << res.str();
+    internal_assert(ld.same_as(res))
+        << "reduce into " << dst->name << ": " << ld.str() << " vs " << res.str();
     Expr prev = ir::Load::make(cx.reg(dst), ld.reg_index(q));
-    s.push_back(unrolled_for(q, Q, ir::Store::make(cx.reg(dst), ld.reg_index(q),
-                                                    op->clear ? t : combine(op->op, prev, t), {})));
+    s.push_back(unrolled_for(q, Q,
+                             ir::Store::make(cx.reg(dst), ld.reg_index(q),
+                                             op->clear ? t : combine(op->op, prev, t), {})));
   } else {
     std::vector<Expr> i = res.coords(cx.tid, q);
     Expr prev = cx.load(dst, i);
@@ -100,7 +102,8 @@ ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
 ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
   const Buffer &src = op->src, &dst = op->dst;
   Var r("r"), q("q"), j("rj");
-  if (cx.layouts.in_registers(src) && cx.layouts.fragment(src).kind == FragmentLayout::Kind::blocked)
+  if (cx.layouts.in_registers(src) &&
+      cx.layouts.fragment(src).kind == FragmentLayout::Kind::blocked)
     return lower_blocked_reduce(cx, op);
   if (cx.layouts.in_registers(src)) {
     const FragmentLayout& ls = cx.layouts.fragment(src);

@@ -452,15 +452,16 @@ inline DiffCase register_row_reduce(const std::string& name, DType in, int64_t r
   c.name = name;
   Dim M("M");
   Tensor X("X", {M, N}, in), S("S", {M}, f32), Mx("Mx", {M}, bf16);
-  c.kernel = kernel("rrr_" + name, {X, S, Mx}, grid(ceildiv(M, bm)), threads(threads_), [&](Var by) {
-    Tile x = alloc_fragment({bm, N}, f32);
-    Tile s = alloc_fragment({bm}, f32), m = alloc_fragment({bm}, f32);
-    copy(X.tile(by * bm, 0), x);
-    reduce_sum(x, s, 1);
-    reduce_max(x, m, 1);
-    copy(s, S.tile(by * bm));
-    copy(m, Mx.tile(by * bm));
-  });
+  c.kernel =
+      kernel("rrr_" + name, {X, S, Mx}, grid(ceildiv(M, bm)), threads(threads_), [&](Var by) {
+        Tile x = alloc_fragment({bm, N}, f32);
+        Tile s = alloc_fragment({bm}, f32), m = alloc_fragment({bm}, f32);
+        copy(X.tile(by * bm, 0), x);
+        reduce_sum(x, s, 1);
+        reduce_max(x, m, 1);
+        copy(s, S.tile(by * bm));
+        copy(m, Mx.tile(by * bm));
+      });
   c.args = {ints(in, {rows, N}, 21), sentinel(f32, {rows}), sentinel(bf16, {rows})};
   c.outputs = {1, 2};
   c.expect = [N](std::vector<HostTensor>& a) {
@@ -537,16 +538,17 @@ inline DiffCase vector_copy_case(const std::string& name, int64_t rows, int64_t 
   c.name = name;
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, f32), D("D", {M, N}, bf16);
-  c.kernel = kernel("vcopy_" + name, {A, B, C, D}, grid(ceildiv(N, 128), ceildiv(M, 32)),
-                    threads(128), [&](Var bx, Var by) {
-                      Tile a = alloc_fragment({32, 128}, bf16), b = alloc_fragment({32, 128}, bf16);
-                      Tile s = alloc_fragment({32, 128}, f32);
-                      copy(A.tile(by * 32, bx * 128), a);
-                      copy(B.tile(by * 32, bx * 128), b);
-                      parallel({32, 128}, [&](Var i, Var j) { s(i, j) = (a(i, j) + b(i, j)) * 0.5; });
-                      copy(s, C.tile(by * 32, bx * 128));
-                      copy(s, D.tile(by * 32, bx * 128));
-                    });
+  c.kernel =
+      kernel("vcopy_" + name, {A, B, C, D}, grid(ceildiv(N, 128), ceildiv(M, 32)), threads(128),
+             [&](Var bx, Var by) {
+               Tile a = alloc_fragment({32, 128}, bf16), b = alloc_fragment({32, 128}, bf16);
+               Tile s = alloc_fragment({32, 128}, f32);
+               copy(A.tile(by * 32, bx * 128), a);
+               copy(B.tile(by * 32, bx * 128), b);
+               parallel({32, 128}, [&](Var i, Var j) { s(i, j) = (a(i, j) + b(i, j)) * 0.5; });
+               copy(s, C.tile(by * 32, bx * 128));
+               copy(s, D.tile(by * 32, bx * 128));
+             });
   c.args = {ints(bf16, {rows, cols}, 1), ints(bf16, {rows, cols}, 2), sentinel(f32, {rows, cols}),
             sentinel(bf16, {rows, cols})};
   c.outputs = {2, 3};
@@ -559,8 +561,12 @@ inline DiffCase vector_copy_case(const std::string& name, int64_t rows, int64_t 
   };
   return c;
 }
-inline DiffCase vector_copy_odd() { return vector_copy_case("VectorCopyAtOddSizes", 97, 1031); }
-inline DiffCase vector_copy_aligned() { return vector_copy_case("VectorCopyAligned", 64, 512); }
+inline DiffCase vector_copy_odd() {
+  return vector_copy_case("VectorCopyAtOddSizes", 97, 1031);
+}
+inline DiffCase vector_copy_aligned() {
+  return vector_copy_case("VectorCopyAligned", 64, 512);
+}
 
 struct NamedCase {
   const char* name;

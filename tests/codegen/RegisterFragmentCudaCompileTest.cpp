@@ -27,7 +27,9 @@ Compiled compile_for(const Kernel& k, const std::string& arch) {
   return {lk, j, u};
 }
 
-bool has(const std::string& ptx, const std::string& s) { return ptx.find(s) != std::string::npos; }
+bool has(const std::string& ptx, const std::string& s) {
+  return ptx.find(s) != std::string::npos;
+}
 
 class RegisterCase : public testing::TestWithParam<std::string> {};
 

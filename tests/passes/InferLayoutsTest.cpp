@@ -13,7 +13,9 @@ using Kind = passes::FragmentLayout::Kind;
 
 namespace {
 
-passes::Target sm90() { return passes::Target::parse("sm_90a"); }
+passes::Target sm90() {
+  return passes::Target::parse("sm_90a");
+}
 
 /// A layout formula at constant thread and register (expressions fold constants).
 int64_t val(const Expr& e) {
@@ -249,6 +251,33 @@ TEST(InferLayouts, RowAndColumnVectorsFollowTheTile) {
   EXPECT_TRUE(l.fragment(buffer(k, 1)).same_as(x.cols()));
   EXPECT_TRUE(l.fragment(buffer(k, 2)).same_as(x.rows()));
   EXPECT_TRUE(l.promoted.empty());
+}
+
+} // namespace
+
+namespace {
+
+// Fragments that fit one by one but not together: the largest blocked ones go to shared memory
+// until the kernel's register fragments fit kMaxKernelFragmentRegs, and the reason says so.
+TEST(InferLayouts, KernelRegisterBudgetSendsTheLargestToShared) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, f32), C("C", {M, N}, f32);
+  Kernel k = kernel("budget", {A, C}, grid(ceildiv(M, 64)), threads(128), [&](Var by) {
+    Tile a = alloc_fragment({64, 128}, f32), b = alloc_fragment({64, 128}, f32); // 64 each
+    Tile c = alloc_fragment({64, 256}, f32);                                     // 128
+    copy(A.tile(by * 64, 0), a);
+    parallel({64, 128}, [&](Var i, Var j) { b(i, j) = a(i, j) * 2.0; });
+    copy(b, C.tile(by * 64, 0));
+    copy(A.tile(by * 64, 0), c);
+    copy(c, C.tile(by * 64, 0));
+  });
+  passes::LayoutInfo l = passes::infer_layouts(k.node(), sm90());
+  ir::Buffer a = buffer(k, 0), b = buffer(k, 1), c = buffer(k, 2);
+  EXPECT_TRUE(l.in_registers(a));
+  EXPECT_TRUE(l.in_registers(b));
+  ASSERT_TRUE(l.in_shared(c));
+  EXPECT_NE(l.shared_reason.at(c->uid).find("256 registers per thread"), std::string::npos)
+      << l.shared_reason.at(c->uid);
 }
 
 } // namespace
