@@ -281,3 +281,36 @@ TEST(InferLayouts, KernelRegisterBudgetSendsTheLargestToShared) {
 }
 
 } // namespace
+
+namespace {
+
+// A blocked seed that would meet an accumulator's row layout (x reads r(i), a row vector of
+// the accumulator) is undone: x stays in shared memory, the reason names the layout it met, and
+// the accumulator and its row vector keep their layouts.
+TEST(InferLayouts, SeedMeetingAnAccumulatorRowVectorStaysInShared) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  Kernel k = kernel("meet", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32), x = alloc_fragment({64, 64}, f32);
+                      Tile r = alloc_fragment({64}, f32);
+                      clear(acc);
+                      copy(A.tile(by * 64, 0), As);
+                      copy(B.tile(0, bx * 64), Bs);
+                      gemm(As, Bs, acc);
+                      reduce_max(acc, r, 1);
+                      copy(C.tile(by * 64, bx * 64), x);
+                      parallel({64, 64}, [&](Var i, Var j) { x(i, j) = x(i, j) - r(i); });
+                      copy(x, C.tile(by * 64, bx * 64));
+                    });
+  passes::LayoutInfo l = passes::infer_layouts(k.node(), sm90());
+  EXPECT_EQ(l.fragment(buffer(k, 2)).kind, Kind::wgmma_acc);
+  EXPECT_EQ(l.fragment(buffer(k, 4)).parent, Kind::wgmma_acc);
+  ir::Buffer x = buffer(k, 3);
+  ASSERT_TRUE(l.in_shared(x));
+  EXPECT_NE(l.shared_reason.at(x->uid).find("would meet rows_of(wgmma_acc)"), std::string::npos)
+      << l.shared_reason.at(x->uid);
+}
+
+} // namespace
