@@ -156,7 +156,8 @@ struct alignas(8) Vec8 {
   uint32_t w[2];
 };
 /// B bytes from global memory at g into the 16-byte aligned t: in 16-, 8- or 4-byte accesses,
-/// the widest that g's address allows, else in E-byte elements.
+/// the widest that g's address allows; 16-bit elements 2 bytes off a 4-byte boundary as a first
+/// and a last element around 4-byte pairs; else in E-byte elements.
 template <int B, int E>
 TP_DEVICE void load_bytes(void* t, const void* g) {
   if constexpr (B % 16 == 0) {
@@ -180,7 +181,19 @@ TP_DEVICE void load_bytes(void* t, const void* g) {
       return;
     }
   }
-  if constexpr (E == 2) {
+  if constexpr (E == 2 && B % 4 == 0 && B >= 8) {
+    // 2 bytes off a 4-byte boundary (a row of odd length): the first and last elements alone,
+    // the ones between in 4-byte pairs.
+    const unsigned short* g16 = reinterpret_cast<const unsigned short*>(g);
+    unsigned short* t16 = reinterpret_cast<unsigned short*>(t);
+    t16[0] = g16[0];
+    for (int k = 0; k < (B / 2 - 2) / 2; ++k) {
+      const uint32_t w = *reinterpret_cast<const uint32_t*>(g16 + 1 + 2 * k);
+      t16[1 + 2 * k] = static_cast<unsigned short>(w & 0xffffu);
+      t16[2 + 2 * k] = static_cast<unsigned short>(w >> 16);
+    }
+    t16[B / 2 - 1] = g16[B / 2 - 1];
+  } else if constexpr (E == 2) {
     for (int k = 0; k < B / 2; ++k)
       reinterpret_cast<unsigned short*>(t)[k] = reinterpret_cast<const unsigned short*>(g)[k];
   } else {
@@ -212,7 +225,15 @@ TP_DEVICE void store_bytes(void* g, const void* t) {
       return;
     }
   }
-  if constexpr (E == 2) {
+  if constexpr (E == 2 && B % 4 == 0 && B >= 8) {
+    unsigned short* g16 = reinterpret_cast<unsigned short*>(g);
+    const unsigned short* t16 = reinterpret_cast<const unsigned short*>(t);
+    g16[0] = t16[0];
+    for (int k = 0; k < (B / 2 - 2) / 2; ++k)
+      *reinterpret_cast<uint32_t*>(g16 + 1 + 2 * k) =
+          static_cast<uint32_t>(t16[1 + 2 * k]) | (static_cast<uint32_t>(t16[2 + 2 * k]) << 16);
+    g16[B / 2 - 1] = t16[B / 2 - 1];
+  } else if constexpr (E == 2) {
     for (int k = 0; k < B / 2; ++k)
       reinterpret_cast<unsigned short*>(g)[k] = reinterpret_cast<const unsigned short*>(t)[k];
   } else {
