@@ -152,6 +152,113 @@ TP_DEVICE void copy16(void* smem_dst, const void* gsrc) {
   *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(gsrc);
 }
 
+struct alignas(8) Vec8 {
+  uint32_t w[2];
+};
+/// B bytes from global memory at g into the 16-byte aligned t: in 16-, 8- or 4-byte accesses,
+/// the widest that g's address allows; 16-bit elements 2 bytes off a 4-byte boundary as a first
+/// and a last element around 4-byte pairs; else in E-byte elements.
+template <int B, int E>
+TP_DEVICE void load_bytes(void* t, const void* g) {
+  if constexpr (B % 16 == 0) {
+    if (aligned_to(g, 16)) {
+      for (int k = 0; k < B / 16; ++k)
+        reinterpret_cast<Vec16*>(t)[k] = reinterpret_cast<const Vec16*>(g)[k];
+      return;
+    }
+  }
+  if constexpr (B % 8 == 0) {
+    if (aligned_to(g, 8)) {
+      for (int k = 0; k < B / 8; ++k)
+        reinterpret_cast<Vec8*>(t)[k] = reinterpret_cast<const Vec8*>(g)[k];
+      return;
+    }
+  }
+  if constexpr (B % 4 == 0 && E <= 4) {
+    if (aligned_to(g, 4)) {
+      for (int k = 0; k < B / 4; ++k)
+        reinterpret_cast<uint32_t*>(t)[k] = reinterpret_cast<const uint32_t*>(g)[k];
+      return;
+    }
+  }
+  if constexpr (E == 2 && B % 4 == 0 && B >= 8) {
+    // 2 bytes off a 4-byte boundary (a row of odd length): the first and last elements alone,
+    // the ones between in 4-byte pairs.
+    const unsigned short* g16 = reinterpret_cast<const unsigned short*>(g);
+    unsigned short* t16 = reinterpret_cast<unsigned short*>(t);
+    t16[0] = g16[0];
+    for (int k = 0; k < (B / 2 - 2) / 2; ++k) {
+      const uint32_t w = *reinterpret_cast<const uint32_t*>(g16 + 1 + 2 * k);
+      t16[1 + 2 * k] = static_cast<unsigned short>(w & 0xffffu);
+      t16[2 + 2 * k] = static_cast<unsigned short>(w >> 16);
+    }
+    t16[B / 2 - 1] = g16[B / 2 - 1];
+  } else if constexpr (E == 2) {
+    for (int k = 0; k < B / 2; ++k)
+      reinterpret_cast<unsigned short*>(t)[k] = reinterpret_cast<const unsigned short*>(g)[k];
+  } else {
+    for (int k = 0; k < B / 4; ++k)
+      reinterpret_cast<uint32_t*>(t)[k] = reinterpret_cast<const uint32_t*>(g)[k];
+  }
+}
+/// B bytes from the 16-byte aligned t to global memory at g, as load_bytes.
+template <int B, int E>
+TP_DEVICE void store_bytes(void* g, const void* t) {
+  if constexpr (B % 16 == 0) {
+    if (aligned_to(g, 16)) {
+      for (int k = 0; k < B / 16; ++k)
+        reinterpret_cast<Vec16*>(g)[k] = reinterpret_cast<const Vec16*>(t)[k];
+      return;
+    }
+  }
+  if constexpr (B % 8 == 0) {
+    if (aligned_to(g, 8)) {
+      for (int k = 0; k < B / 8; ++k)
+        reinterpret_cast<Vec8*>(g)[k] = reinterpret_cast<const Vec8*>(t)[k];
+      return;
+    }
+  }
+  if constexpr (B % 4 == 0 && E <= 4) {
+    if (aligned_to(g, 4)) {
+      for (int k = 0; k < B / 4; ++k)
+        reinterpret_cast<uint32_t*>(g)[k] = reinterpret_cast<const uint32_t*>(t)[k];
+      return;
+    }
+  }
+  if constexpr (E == 2 && B % 4 == 0 && B >= 8) {
+    unsigned short* g16 = reinterpret_cast<unsigned short*>(g);
+    const unsigned short* t16 = reinterpret_cast<const unsigned short*>(t);
+    g16[0] = t16[0];
+    for (int k = 0; k < (B / 2 - 2) / 2; ++k)
+      *reinterpret_cast<uint32_t*>(g16 + 1 + 2 * k) =
+          static_cast<uint32_t>(t16[1 + 2 * k]) | (static_cast<uint32_t>(t16[2 + 2 * k]) << 16);
+    g16[B / 2 - 1] = t16[B / 2 - 1];
+  } else if constexpr (E == 2) {
+    for (int k = 0; k < B / 2; ++k)
+      reinterpret_cast<unsigned short*>(g)[k] = reinterpret_cast<const unsigned short*>(t)[k];
+  } else {
+    for (int k = 0; k < B / 4; ++k)
+      reinterpret_cast<uint32_t*>(g)[k] = reinterpret_cast<const uint32_t*>(t)[k];
+  }
+}
+/// N adjacent elements of a global row into N registers, converted to the registers' type. The
+/// caller guarantees the N elements are inside the tensor; the access width follows the address.
+template <int N, typename D, typename S>
+TP_DEVICE void ld_vec(D* regs, const S* g) {
+  alignas(16) S t[N];
+  load_bytes<N* static_cast<int>(sizeof(S)), static_cast<int>(sizeof(S))>(t, g);
+  for (int i = 0; i < N; ++i)
+    regs[i] = as<D>(f(t[i]));
+}
+/// N registers into N adjacent elements of a global row, rounded to the tensor's type.
+template <int N, typename D, typename S>
+TP_DEVICE void st_vec(D* g, const S* regs) {
+  alignas(16) D t[N];
+  for (int i = 0; i < N; ++i)
+    t[i] = as<D>(f(regs[i]));
+  store_bytes<N* static_cast<int>(sizeof(D)), static_cast<int>(sizeof(D))>(g, t);
+}
+
 struct U4 {
   uint32_t a[4];
 };

@@ -1,8 +1,11 @@
 // Layout inference for the CUDA backend. gemm fixes its accumulator's layout (wgmma on sm_90a,
 // mma.sync on sm_80); parallel loops, copies and reductions propagate it to the fragments they
-// touch element-wise (row vectors get the accumulator's row layout); fragments that end up with
-// no register layout live in shared memory instead. Conflicting register layouts are user
-// errors naming both buffers. Shared tiles that feed the tensor cores get swizzled layouts.
+// touch element-wise (row vectors get the accumulator's row layout). Every other fragment gets
+// a blocked register layout (Layout.h) chosen for 16-byte global accesses, propagated the same
+// way; a fragment whose uses need another thread's registers (indexed other than element-wise,
+// read outside a parallel loop, a gemm operand, ...) lives in shared memory instead, and
+// LayoutInfo::shared_reason says why. Conflicting accumulator layouts are user errors naming
+// both buffers. Shared tiles that feed the tensor cores get swizzled layouts.
 #pragma once
 #include <map>
 #include <set>
@@ -28,6 +31,14 @@ struct LayoutInfo {
   std::set<uint64_t> promoted;                  // fragments that live in shared memory
   std::map<uint64_t, SharedLayout> shared;      // every shared-memory buffer, promoted included
   std::map<const ir::Gemm*, GemmKind> gemms;
+  /// Fragments kept in shared memory, with the use that keeps them there.
+  std::map<uint64_t, std::string> shared_reason;
+  /// Reductions of blocked fragments whose output elements span warps: their f32 scratch tile.
+  std::map<const ir::Reduce*, ir::Buffer> reduce_scratch;
+  /// Copies between a global tensor and a blocked-family fragment that move runs of adjacent
+  /// elements as vectors: elements per run (the layout's vec). At run time a run at the
+  /// tensor's edge or at an address not aligned to 16 bytes takes 8-, 4-byte or scalar accesses.
+  std::map<const ir::Copy*, int> copy_vector;
 
   bool in_registers(const ir::Buffer& b) const { return fragments.count(b->uid) > 0; }
   /// Shared tiles and promoted fragments: memory every consumer thread can see.
@@ -37,6 +48,15 @@ struct LayoutInfo {
 };
 
 LayoutInfo infer_layouts(const ir::KernelNode& k, const Target& t);
+
+/// The blocked layout a fragment of `shape` gets on its own: runs of 16 bytes of the narrowest
+/// global dtype it is copied with (`global_bytes`), as many threads along the row as divide it.
+FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_bytes, int threads);
+/// Registers (elements) per thread above which a fragment stays in shared memory.
+constexpr int kMaxFragmentRegs = 128;
+/// Registers (elements) per thread of all register fragments of a kernel together, above which
+/// the largest blocked fragments go to shared memory.
+constexpr int kMaxKernelFragmentRegs = 192;
 
 /// The layout table, for `tilepilot show --stage lowered`.
 std::string to_string(const ir::KernelNode& k, const LayoutInfo& info);

@@ -31,8 +31,60 @@ FragmentLayout FragmentLayout::mma(int64_t M, int64_t N, int warps_m, int warps_
   return l;
 }
 
+FragmentLayout FragmentLayout::blocked(int64_t M, int64_t N, int vec, int tn, int threads) {
+  internal_assert(vec >= 1 && tn >= 1 && N % (vec * tn) == 0 && threads % tn == 0)
+      << "blocked layout: " << M << "x" << N << ", vec " << vec << ", tn " << tn << " of "
+      << threads << " threads";
+  FragmentLayout l;
+  l.kind = Kind::blocked;
+  l.M = M;
+  l.N = N;
+  l.vec = vec;
+  l.tn = tn;
+  l.tm = threads / tn;
+  return l;
+}
+
+FragmentLayout FragmentLayout::cols() const {
+  internal_assert(kind == Kind::blocked) << "cols of " << str();
+  FragmentLayout l = *this;
+  l.parent = kind;
+  l.kind = Kind::cols;
+  return l;
+}
+
+bool FragmentLayout::has_rows() const {
+  return kind == Kind::blocked ||
+         ((kind == Kind::wgmma_acc || kind == Kind::mma_acc) && rows_within_quad());
+}
+
+std::vector<Expr> FragmentLayout::coords(const Expr& t, const Expr& r) const {
+  if (kind == Kind::rows) return {row(t, r)};
+  if (kind == Kind::cols) return {col(t, r)};
+  return {row(t, r), col(t, r)};
+}
+
+Expr FragmentLayout::valid(const Expr& t, const Expr& r) const {
+  bool rows_of_blocked = kind == Kind::rows && parent == Kind::blocked;
+  if ((kind != Kind::blocked && !rows_of_blocked) || M % tm == 0) return Expr();
+  return row(t, r) < Expr(M);
+}
+
+Expr FragmentLayout::owner(const Expr& t) const {
+  if (kind == Kind::rows && parent == Kind::blocked) return tn == 1 ? Expr() : t % tn == 0;
+  if (kind == Kind::rows) return t % 4 == 0;
+  if (kind == Kind::cols) return tm == 1 ? Expr() : t < Expr(int64_t(tn));
+  return Expr();
+}
+
+Expr FragmentLayout::cols_reg(const Expr& r) const {
+  internal_assert(kind == Kind::blocked) << "cols_reg of " << str();
+  return r % (col_runs() * vec);
+}
+
 FragmentLayout FragmentLayout::rows() const {
-  internal_assert(kind == Kind::wgmma_acc || kind == Kind::mma_acc) << "rows of " << str();
+  internal_assert(kind == Kind::wgmma_acc || kind == Kind::mma_acc || kind == Kind::blocked)
+      << "rows of " << str();
   FragmentLayout l = *this;
   l.parent = kind;
   l.kind = Kind::rows;
@@ -40,6 +92,7 @@ FragmentLayout FragmentLayout::rows() const {
 }
 
 int FragmentLayout::threads() const {
+  if (elementwise()) return tm * tn;
   Kind k = kind == Kind::rows ? parent : kind;
   return k == Kind::wgmma_acc ? 128 * warpgroups : 32 * warps_m * warps_n;
 }
@@ -48,7 +101,12 @@ int FragmentLayout::regs_per_thread() const {
   switch (kind) {
   case Kind::wgmma_acc: return static_cast<int>(slabs * N / 2);
   case Kind::mma_acc: return static_cast<int>((M / warps_m / 16) * (N / warps_n / 8) * 4);
+  case Kind::blocked:
+    return static_cast<int>(row_blocks() * col_runs() * vec);
+  case Kind::cols:
+    return static_cast<int>(col_runs() * vec);
   case Kind::rows:
+    if (parent == Kind::blocked) return static_cast<int>(row_blocks());
     return parent == Kind::wgmma_acc ? 2 * slabs : static_cast<int>(2 * (M / warps_m / 16));
   case Kind::none: return 0;
   }
@@ -56,6 +114,9 @@ int FragmentLayout::regs_per_thread() const {
 }
 
 Expr FragmentLayout::row(const Expr& t, const Expr& r) const {
+  internal_assert(kind != Kind::cols) << "row of " << str();
+  if (kind == Kind::blocked) return (r / (col_runs() * vec)) * tm + t / tn;
+  if (kind == Kind::rows && parent == Kind::blocked) return r * tm + t / tn;
   Expr lane = t % 32;
   Kind k = kind == Kind::rows ? parent : kind;
   if (k == Kind::wgmma_acc) {
@@ -86,6 +147,10 @@ Expr FragmentLayout::row(const Expr& t, const Expr& r) const {
 }
 
 Expr FragmentLayout::col(const Expr& t, const Expr& r) const {
+  if (kind == Kind::blocked || kind == Kind::cols) {
+    Expr run = kind == Kind::blocked ? (r / vec) % col_runs() : r / vec;
+    return (run * tn + t % tn) * vec + r % vec;
+  }
   internal_assert(kind == Kind::wgmma_acc || kind == Kind::mma_acc) << "col of " << str();
   Expr lane = t % 32;
   if (kind == Kind::wgmma_acc) {
@@ -99,6 +164,7 @@ Expr FragmentLayout::col(const Expr& t, const Expr& r) const {
 }
 
 Expr FragmentLayout::rows_reg(const Expr& r) const {
+  if (kind == Kind::blocked) return r / (col_runs() * vec);
   if (kind == Kind::wgmma_acc) {
     int64_t per_slab = N / 2;
     return (r / per_slab) * 2 + ((r % per_slab) / 2) % 2;
@@ -120,6 +186,12 @@ std::vector<Expr> FragmentLayout::reg_index(const Expr& r) const {
 
 bool FragmentLayout::same_as(const FragmentLayout& o) const {
   if (kind != o.kind) return false;
+  if (elementwise() || o.elementwise()) {
+    if (parent != o.parent || tm != o.tm || tn != o.tn) return false;
+    if (kind == Kind::rows) return M == o.M;
+    if (kind == Kind::cols) return N == o.N && vec == o.vec;
+    return M == o.M && N == o.N && vec == o.vec;
+  }
   Kind k = kind == Kind::rows ? parent : kind;
   if (kind == Kind::rows && parent != o.parent) return false;
   bool cols_matter = kind != Kind::rows;
@@ -138,7 +210,13 @@ std::string FragmentLayout::str() const {
   switch (kind) {
   case Kind::wgmma_acc: return fmt::format("wgmma_acc[{}x{}, {} warpgroups]", M, N, warpgroups);
   case Kind::mma_acc: return fmt::format("mma_acc[{}x{}, warps {}x{}]", M, N, warps_m, warps_n);
+  case Kind::blocked:
+    return fmt::format("blocked[{}x{}, vec {}, threads {}x{}]", M, N, vec, tm, tn);
+  case Kind::cols:
+    return fmt::format("cols_of(blocked)[{}, vec {}, threads {}x{}]", N, vec, tm, tn);
   case Kind::rows:
+    if (parent == Kind::blocked)
+      return fmt::format("rows_of(blocked)[{}, threads {}x{}]", M, tm, tn);
     return fmt::format("rows_of({})", parent == Kind::wgmma_acc ? "wgmma_acc" : "mma_acc") +
            fmt::format("[{}]", M);
   case Kind::none: return "shared";
@@ -147,6 +225,45 @@ std::string FragmentLayout::str() const {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+ReducePlan plan_reduce(const FragmentLayout& src, int dim) {
+  ReducePlan p;
+  if (src.kind != FragmentLayout::Kind::blocked) {
+    p.why_not = "only blocked fragments reduce through this plan, not " + src.str();
+    return p;
+  }
+  if (dim != 0 && dim != 1) {
+    p.why_not = "a blocked fragment has dims 0 and 1";
+    return p;
+  }
+  // Thread index bits: the low log2(tn) select the column run, the others the row. Reducing a
+  // row combines the threads that differ in the low bits; reducing a column, the high bits.
+  int lo = dim == 1 ? 1 : src.tn, hi = dim == 1 ? src.tn : src.tn * src.tm;
+  for (int m = lo; m < hi; m *= 2)
+    (m < 32 ? p.shuffle_masks : p.cross_warp_masks).push_back(m);
+  p.result = dim == 1 ? src.rows() : src.cols();
+  p.per_thread = static_cast<int>(dim == 1 ? src.col_runs() * src.vec : src.row_blocks());
+  if (!p.cross_warp_masks.empty())
+    p.scratch_elems = int64_t(src.threads()) * p.result.regs_per_thread();
+  p.supported = true;
+  return p;
+}
+
+std::string ReducePlan::str() const {
+  if (!supported) return "unsupported: " + why_not;
+  std::string s = fmt::format("{} per thread", per_thread);
+  auto list = [](const std::vector<int>& v) {
+    std::string o;
+    for (int m : v)
+      o += (o.empty() ? "" : ",") + std::to_string(m);
+    return o;
+  };
+  if (!shuffle_masks.empty()) s += ", shuffle xor " + list(shuffle_masks);
+  if (!cross_warp_masks.empty())
+    s += fmt::format(", across warps xor {} through {} f32 of shared memory",
+                     list(cross_warp_masks), scratch_elems);
+  return s + " -> " + result.str();
+}
 
 SharedLayout SharedLayout::linear(int64_t rows, int64_t cols, int elem_bytes, int64_t pad) {
   SharedLayout l;

@@ -7,8 +7,17 @@
 //   mma_acc    [M, N] accumulator of sm_80 mma.sync m16n8k16: warps in a warps_m x warps_n grid,
 //              each owning a (M/warps_m) x (N/warps_n) block of 16x8 atoms; in atom (am, an),
 //              register e in 0..3 holds row 16*am + l/4 + 8*(e/2), column 8*an + 2*(l%4) + e%2.
-//   rows       [M] vector replicated over the threads that hold row i of a parent accumulator:
-//              thread t keeps one register per row it owns in the parent.
+//   rows       [M] vector replicated over the threads that hold row i of a parent (an
+//              accumulator or a blocked layout): thread t keeps one register per row it owns.
+//   blocked    [M, N] element-wise fragment: threads in a tm x tn grid (t = ti * tn + tj, tn a
+//              power of two), each holding runs of `vec` adjacent elements of a row, so that a
+//              run is one 16-byte global access; element (i, j) is in thread
+//              (i % tm) * tn + (j / vec) % tn, register ((i / tm) * cn + j / (vec * tn)) * vec +
+//              j % vec with cn = N / (vec * tn). Adjacent threads hold adjacent runs of a row.
+//              When tm does not divide M, the last row block's registers past M are unused
+//              (valid() guards them).
+//   cols       [N] vector in the column distribution of a blocked layout, replicated over its
+//              tm thread rows (also the layout of a lone 1-D fragment: a blocked [1, N]'s row).
 // Fragments with none of these layouts live in shared memory instead (see InferLayouts).
 //
 // A SharedLayout maps a 2-d shared tile's (row, col) to its physical element offset: linear
@@ -24,16 +33,41 @@
 namespace tp::passes {
 
 struct FragmentLayout {
-  enum class Kind { none, wgmma_acc, mma_acc, rows };
+  enum class Kind { none, wgmma_acc, mma_acc, rows, blocked, cols };
   Kind kind = Kind::none;
   int64_t M = 0, N = 0;         // accumulator shape (rows: M of the parent; N of the parent)
   int warpgroups = 1, slabs = 1; // wgmma_acc: W and P (M = 64 * W * P)
   int warps_m = 1, warps_n = 1;  // mma_acc
   Kind parent = Kind::none;      // rows: the accumulator kind it was derived from
+  int vec = 1, tm = 1, tn = 1;   // blocked, cols, rows of blocked: see above
 
   static FragmentLayout wgmma(int64_t M, int64_t N, int warpgroups);
   static FragmentLayout mma(int64_t M, int64_t N, int warps_m, int warps_n);
+  /// @pre N % (vec * tn) == 0, threads % tn == 0.
+  static FragmentLayout blocked(int64_t M, int64_t N, int vec, int tn, int threads);
   FragmentLayout rows() const;
+  /// The column vector of a blocked layout.
+  FragmentLayout cols() const;
+
+  /// blocked, cols, or rows of a blocked layout (the element-wise family).
+  bool elementwise() const {
+    return kind == Kind::blocked || kind == Kind::cols ||
+           (kind == Kind::rows && parent == Kind::blocked);
+  }
+  /// Logical rank of the fragment (1 for rows and cols).
+  int rank() const { return kind == Kind::rows || kind == Kind::cols ? 1 : 2; }
+  /// The fragment's coordinates of register r of thread t ({row, col}, or one for rank 1).
+  std::vector<Expr> coords(const Expr& t, const Expr& r) const;
+  /// Whether register r of thread t holds an element: undefined (always) unless some registers
+  /// lie past the tile's last row (a blocked layout whose tm does not divide M).
+  Expr valid(const Expr& t, const Expr& r) const;
+  /// Of the threads holding the same replicated element, the one that writes it to memory:
+  /// undefined when elements are not replicated.
+  Expr owner(const Expr& t) const;
+  /// For a blocked register r, the register of its cols layout holding its column.
+  Expr cols_reg(const Expr& r) const;
+  int64_t row_blocks() const { return (M + tm - 1) / tm; }
+  int64_t col_runs() const { return N / (vec * tn); }
 
   bool in_registers() const { return kind != Kind::none; }
   int regs_per_thread() const;
@@ -52,8 +86,25 @@ struct FragmentLayout {
   bool same_as(const FragmentLayout& o) const;
   /// Rows are spread within warps only: a row's values are in lanes of one quad.
   bool rows_within_quad() const;
+  /// A row vector (rows()) can be derived: accumulators whose rows stay in a quad, and blocked.
+  bool has_rows() const;
   std::string str() const;
 };
+
+/// How a reduction along `dim` of a register fragment combines its values: each thread folds
+/// `per_thread` of its registers per output register, then lanes exchange values with
+/// shuffle-xor over `shuffle_masks`, then (when one output element spans several warps) threads
+/// combine through shared memory with the threads at xor distances `cross_warp_masks`.
+struct ReducePlan {
+  bool supported = false;
+  std::string why_not;
+  int per_thread = 0;
+  std::vector<int> shuffle_masks, cross_warp_masks;
+  FragmentLayout result;     // the layout of the reduced fragment
+  int64_t scratch_elems = 0; // f32 scratch in shared memory (cross-warp only)
+  std::string str() const;
+};
+ReducePlan plan_reduce(const FragmentLayout& src, int dim);
 
 struct SharedLayout {
   enum class Kind { linear, swizzled };

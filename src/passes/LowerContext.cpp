@@ -36,6 +36,11 @@ ir::Stmt LowerContext::barrier() const {
   return seq({call("tp::sm90::fence_proxy_async_shared"), sync});
 }
 
+ir::Stmt LowerContext::thread_barrier() const {
+  return plan.warp_specialized ? call("tp::block::named_sync", {Expr(1), Expr(consumer_threads())})
+                               : call("tp::block::sync");
+}
+
 const Buffer& LowerContext::reg(const Buffer& frag) const {
   auto it = regs.find(frag->uid);
   internal_assert(it != regs.end()) << "no register array for " << frag->name;

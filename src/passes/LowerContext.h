@@ -54,6 +54,8 @@ struct LowerContext {
   int consumer_threads() const { return k.threads; }
   /// A barrier among the consumer threads (all threads when not warp-specialized).
   ir::Stmt barrier() const;
+  /// The same barrier without the async-proxy fence: for data that only ordinary loads read.
+  ir::Stmt thread_barrier() const;
   /// Register array of a register-resident fragment.
   const ir::Buffer& reg(const ir::Buffer& frag) const;
   /// Flat index into a global tensor.

@@ -54,8 +54,56 @@ ir::Stmt write(const LowerContext& cx, const ir::Region& r, const std::vector<Ex
 
 /// Coordinates of a register r of layout l, as the fragment's own (i, j) or (i).
 std::vector<Expr> coords(const LowerContext& cx, const FragmentLayout& l, const Expr& r) {
-  if (l.kind == FragmentLayout::Kind::rows) return {l.row(cx.tid, r)};
-  return {l.row(cx.tid, r), l.col(cx.tid, r)};
+  return l.coords(cx.tid, r);
+}
+
+/// The copy coordinates of a whole fragment's element: its coordinates without the fragment's
+/// unit dimensions (a [1, N] fragment copies as a row of N).
+std::vector<Expr> squeezed(const ir::Buffer& frag, const std::vector<Expr>& c) {
+  std::vector<int64_t> s = frag->const_shape();
+  std::vector<Expr> out;
+  for (size_t d = 0; d < c.size(); ++d)
+    if (s[d] != 1) out.push_back(c[d]);
+  return out;
+}
+
+/// s, executed only for registers that hold an element of the tile.
+ir::Stmt when_valid(const LowerContext& cx, const FragmentLayout& l, const Expr& r, ir::Stmt s) {
+  Expr ok = l.valid(cx.tid, r);
+  return ok.defined() ? if_then(ok, s) : s;
+}
+
+/// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
+/// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
+/// or elements by the address at run time) when the whole run is inside the tensor and its row
+/// is contiguous; element by element, with the bounds guards, otherwise.
+ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int vec) {
+  const ir::Region &src = op->src, &dst = op->dst;
+  bool load = src.buffer->scope == Scope::global;
+  const ir::Region& g = load ? src : dst;
+  const ir::Buffer& frag = load ? dst.buffer : src.buffer;
+  const FragmentLayout& l = cx.layouts.fragment(frag);
+  Var q("q"), e("e");
+  Expr r0 = q * vec;
+  std::vector<Expr> c0 = squeezed(frag, coords(cx, l, r0));
+  std::vector<Expr> idx = place(cx, g, c0);
+  std::vector<Expr> idx_end = idx;
+  idx_end.back() = idx_end.back() + (vec - 1);
+  Expr full = cx.global_in_bounds(g.buffer, idx) && cx.global_in_bounds(g.buffer, idx_end);
+  if (!g.buffer->strides.empty()) full = full && cx.inner_contiguous(g.buffer);
+  Expr gptr = call_expr("tp.ptr", {cx.global_index(g.buffer, idx)}, DType::i32, {g.buffer});
+  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
+  std::string n = std::to_string(vec);
+  ir::Stmt fast = load ? call("tp::cg::ld_vec<" + n + ">", {rptr, gptr})
+                       : call("tp::cg::st_vec<" + n + ">", {gptr, rptr});
+  Expr re = r0 + e;
+  std::vector<Expr> ce = squeezed(frag, coords(cx, l, re));
+  ir::Stmt one = load ? ir::Store::make(cx.reg(frag), l.reg_index(re), read(cx, src, ce), {})
+                      : write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
+  ir::Stmt body = if_then(full, fast, unrolled_for(e, vec, one));
+  if (!load)
+    if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
+  return unrolled_for(q, l.regs_per_thread() / vec, when_valid(cx, l, r0, body));
 }
 
 /// Is r a whole tile (tensors are never whole: their shapes are symbolic)?
@@ -193,31 +241,41 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     return unrolled_for(r, ls.regs_per_thread(), s);
   }
   if (sreg && swhole && paired_store_applies(cx, op)) return paired_store(cx, op);
+  if (auto it = cx.layouts.copy_vector.find(op); it != cx.layouts.copy_vector.end())
+    return vector_fragment_copy(cx, op, it->second);
   if (sreg) {
     const FragmentLayout& l = cx.layouts.fragment(S);
     Expr v = ir::Load::make(cx.reg(S), l.reg_index(r));
     ir::Stmt s;
     if (swhole) {
-      s = write(cx, dst, coords(cx, l, r), v);
+      s = write(cx, dst, l.elementwise() ? squeezed(S, coords(cx, l, r)) : coords(cx, l, r), v);
     } else {
       // Exactly the region: registers outside it are not stored.
       InRegion in = in_region(cx, src, coords(cx, l, r));
       s = if_then(in.inside, write(cx, dst, in.coords, v));
     }
-    if (l.kind == FragmentLayout::Kind::rows) s = if_then(cx.tid % 4 == 0, s);
-    return unrolled_for(r, l.regs_per_thread(), s);
+    // A replicated vector is stored by one thread of each replica set.
+    if (Expr w = l.owner(cx.tid); w.defined()) s = if_then(w, s);
+    return unrolled_for(r, l.regs_per_thread(), when_valid(cx, l, r, s));
   }
   if (dreg) {
     const FragmentLayout& l = cx.layouts.fragment(D);
     if (dwhole)
       return unrolled_for(
           r, l.regs_per_thread(),
-          ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, coords(cx, l, r)), {}));
+          when_valid(
+              cx, l, r,
+              ir::Store::make(
+                  cx.reg(D), l.reg_index(r),
+                  read(cx, src, l.elementwise() ? squeezed(D, coords(cx, l, r)) : coords(cx, l, r)),
+                  {})));
     // Exactly the region: registers outside it keep their values.
     InRegion in = in_region(cx, dst, coords(cx, l, r));
-    return unrolled_for(r, l.regs_per_thread(),
-                        if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
-                                                           read(cx, src, in.coords), {})));
+    return unrolled_for(
+        r, l.regs_per_thread(),
+        when_valid(cx, l, r,
+                   if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
+                                                      read(cx, src, in.coords), {}))));
   }
   // Memory to memory.
   std::vector<int64_t> ext;

@@ -1,6 +1,8 @@
 // Lowering of reduce: a register accumulator's rows are folded per thread, then across the
-// four lanes of a quad that share a row (shuffle-xor 1 and 2); other operands in shared memory
-// are folded by the threads that own each output element.
+// four lanes of a quad that share a row (shuffle-xor 1 and 2); a blocked fragment is folded per
+// thread, then across the lanes that share an output element (shuffle-xor), then across warps
+// through a shared scratch tile when an output element spans warps (plan_reduce); other operands
+// in shared memory are folded by the threads that own each output element.
 #include <cmath>
 
 #include "passes/LowerContext.h"
@@ -31,11 +33,78 @@ Expr combine(ir::ReduceOp op, const Expr& a, const Expr& b) {
   return a;
 }
 
+/// A blocked fragment along dim 0 or 1: per-thread partials, shuffles, then the cross-warp step;
+/// every thread ends with the result of each output element it holds in the result layout.
+ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
+  const Buffer &src = op->src, &dst = op->dst;
+  const FragmentLayout& ls = cx.layouts.fragment(src);
+  ReducePlan rp = plan_reduce(ls, op->dim);
+  internal_assert(rp.supported) << "reduce of " << src->name << ": " << rp.why_not;
+  const FragmentLayout& res = rp.result;
+  int Q = res.regs_per_thread();
+  Var r("r"), q("q");
+  Buffer tmp = ir::make_buffer(src->name + "_red", Scope::local, DType::f32, {Expr(Q)}, 0, op->loc);
+  auto part = [&](const Expr& i) { return ir::Load::make(tmp, {i}); };
+  std::vector<ir::Stmt> s;
+  s.push_back(ir::Allocate::make(tmp, {}));
+  s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, identity(op->op), {})));
+  Expr out = op->dim == 1 ? ls.rows_reg(r) : ls.cols_reg(r);
+  ir::Stmt fold = ir::Store::make(
+      tmp, {out}, combine(op->op, part(out), ir::Load::make(cx.reg(src), ls.reg_index(r))), {});
+  if (Expr ok = ls.valid(cx.tid, r); ok.defined()) fold = if_then(ok, fold);
+  s.push_back(unrolled_for(r, ls.regs_per_thread(), fold));
+  // Every lane takes part in the shuffles (registers past the tile hold the identity).
+  for (int mask : rp.shuffle_masks) {
+    Expr other = call_expr("tp::warp::shfl_xor", {part(Expr(q)), Expr(mask)}, DType::f32);
+    s.push_back(unrolled_for(
+        q, Q, ir::Store::make(tmp, {Expr(q)}, combine(op->op, part(Expr(q)), other), {})));
+  }
+  if (!rp.cross_warp_masks.empty()) {
+    const Buffer& xs = cx.layouts.reduce_scratch.at(op);
+    auto at = [&](const Expr& t) { return cx.load(xs, {t * Q + q}); };
+    s.push_back(unrolled_for(q, Q, cx.store(xs, {cx.tid * Q + q}, part(Expr(q)))));
+    s.push_back(cx.thread_barrier());
+    // Each thread combines the partials of the threads at every xor distance the masks span.
+    Expr acc = at(cx.tid);
+    size_t k = rp.cross_warp_masks.size();
+    for (size_t sub = 1; sub < (size_t(1) << k); ++sub) {
+      int64_t x = 0;
+      for (size_t b = 0; b < k; ++b)
+        if (sub >> b & 1) x |= rp.cross_warp_masks[b];
+      acc = combine(op->op, acc, at(ir::Binary::make(ir::BinOp::bit_xor, cx.tid, Expr(x))));
+    }
+    s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, acc, {})));
+    // The scratch is written again by the next execution of this reduction.
+    s.push_back(cx.thread_barrier());
+  }
+  Expr t = part(Expr(q));
+  if (cx.layouts.in_registers(dst)) {
+    const FragmentLayout& ld = cx.layouts.fragment(dst);
+    internal_assert(ld.same_as(res))
+        << "reduce into " << dst->name << ": " << ld.str() << " vs " << res.str();
+    Expr prev = ir::Load::make(cx.reg(dst), ld.reg_index(q));
+    s.push_back(unrolled_for(q, Q,
+                             ir::Store::make(cx.reg(dst), ld.reg_index(q),
+                                             op->clear ? t : combine(op->op, prev, t), {})));
+  } else {
+    std::vector<Expr> i = res.coords(cx.tid, q);
+    Expr prev = cx.load(dst, i);
+    ir::Stmt st = cx.store(dst, i, op->clear ? t : combine(op->op, prev, t));
+    if (Expr w = res.owner(cx.tid); w.defined()) st = if_then(w, st);
+    if (Expr ok = res.valid(cx.tid, q); ok.defined()) st = if_then(ok, st);
+    s.push_back(unrolled_for(q, Q, st));
+  }
+  return seq(s);
+}
+
 } // namespace
 
 ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
   const Buffer &src = op->src, &dst = op->dst;
   Var r("r"), q("q"), j("rj");
+  if (cx.layouts.in_registers(src) &&
+      cx.layouts.fragment(src).kind == FragmentLayout::Kind::blocked)
+    return lower_blocked_reduce(cx, op);
   if (cx.layouts.in_registers(src)) {
     const FragmentLayout& ls = cx.layouts.fragment(src);
     if (dst->scope == Scope::local)

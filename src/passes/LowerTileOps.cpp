@@ -22,7 +22,9 @@ struct RegisterView {
   std::vector<Var> vars; // the loop's variables
   Expr r;                // the anchor register (loop variable of the unrolled register loop)
   Expr rows_r;           // the register of the anchor's row (2-d anchors only)
+  Expr cols_r;           // the register of the anchor's column (blocked anchors only)
   bool rows_anchor = false;
+  Expr owner; // replicated anchors: the one thread of each replica set that writes memory
 };
 
 /// Lowers element accesses: global/shared to flat indices, register fragments through a view.
@@ -46,6 +48,9 @@ protected:
     if (full && (rows == view_->rows_anchor)) return l.reg_index(view_->r);
     if (rows && !view_->rows_anchor && idx.size() == 1 && is_var(idx[0], view_->vars[0]))
       return l.reg_index(view_->rows_r);
+    if (l.kind == FragmentLayout::Kind::cols && view_->cols_r.defined() && idx.size() == 1 &&
+        view_->vars.size() == 2 && is_var(idx[0], view_->vars[1]))
+      return l.reg_index(view_->cols_r);
     user_error(loc)
         << "fragment '" << b->name << "' (" << l.str()
         << ") is indexed in a way its register layout cannot serve in this parallel "
@@ -72,8 +77,8 @@ protected:
     if (cx_.layouts.in_registers(b))
       return ir::Store::make(cx_.reg(b), reg_index(b, idx, op->loc), v, op->loc);
     ir::Stmt s = cx_.store(b, idx, v);
-    // A row-anchored loop runs once per thread of a row's quad: write memory from one of them.
-    if (view_ && view_->rows_anchor) s = if_then(cx_.tid % 4 == 0, s);
+    // A loop anchored on a replicated vector runs once per replica: write memory from one.
+    if (view_ && view_->owner.defined()) s = if_then(view_->owner, s);
     return s;
   }
 
@@ -88,7 +93,7 @@ protected:
       user_error(op->loc) << "atomic_add to '" << b->name << "': the CUDA backend supports f32 "
                           << "and i32 atomics; accumulate into an f32 tensor";
     ir::Stmt s = call("tp.atomic_add", {flat, v}, {b});
-    if (view_ && view_->rows_anchor) s = if_then(cx_.tid % 4 == 0, s);
+    if (view_ && view_->owner.defined()) s = if_then(view_->owner, s);
     // A loop that every thread runs whole (it writes a local tile): the atomic once per element.
     if (every_thread_) s = if_then(cx_.tid == 0, s);
     return s;
@@ -153,14 +158,16 @@ public:
       Var r("r");
       view.r = r;
       view.rows_anchor = l.kind == FragmentLayout::Kind::rows;
-      if (!view.rows_anchor) view.rows_r = l.rows_reg(r);
+      if (l.rank() == 2) view.rows_r = l.rows_reg(r);
+      if (l.kind == FragmentLayout::Kind::blocked) view.cols_r = l.cols_reg(r);
+      view.owner = l.owner(cx_.tid);
       ir::Stmt body = AccessLowering(cx_, &view).mutate(p->body);
-      if (view.rows_anchor) {
-        body = ir::Let::make(p->vars[0], l.row(cx_.tid, r), body);
-      } else {
-        body = ir::Let::make(p->vars[1], l.col(cx_.tid, r), body);
-        body = ir::Let::make(p->vars[0], l.row(cx_.tid, r), body);
-      }
+      std::vector<Expr> c = l.coords(cx_.tid, r);
+      internal_assert(c.size() == p->vars.size()) << "parallel loop over " << fa.anchor->name;
+      for (int d = static_cast<int>(c.size()) - 1; d >= 0; --d)
+        body = ir::Let::make(p->vars[d], c[d], body);
+      // Registers past the tile's last row (a blocked layout's ragged row block) hold nothing.
+      if (Expr ok = l.valid(cx_.tid, r); ok.defined()) body = if_then(ok, body);
       return unrolled_for(r, l.regs_per_thread(), body);
     }
     if (fa.any_register)

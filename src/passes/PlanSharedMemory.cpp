@@ -1,4 +1,5 @@
-// Shared-memory placement: every shared buffer gets its own space (see Placer).
+// Shared-memory placement: every shared buffer gets its own space (see Placer), then the
+// reductions' cross-warp scratch.
 #include "passes/PlanSharedMemory.h"
 
 #include <algorithm>
@@ -61,7 +62,23 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   SmemPlan out;
   Placer placer(layouts, plan, out);
   placer.visit(k.body);
-  out.barrier_offset = align(placer.high, 8);
+  // Cross-warp reduction scratch (f32, read and written by ordinary loads and stores) after the
+  // tiles; it needs no 1024-byte alignment.
+  int64_t top = placer.high;
+  std::vector<ir::Buffer> scratch; // in program order, so that offsets are deterministic
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& st) {
+    const auto* r = ir::as<ir::Reduce>(st);
+    if (r && layouts.reduce_scratch.count(r)) scratch.push_back(layouts.reduce_scratch.at(r));
+  });
+  for (const ir::Buffer& b : scratch) {
+    SmemPlan::Slot s;
+    s.stage_elems = layouts.shared_layout(b).size_elems();
+    s.stage_bytes = align(s.stage_elems * 4, 16);
+    s.offset = align(top, 16);
+    top = s.offset + s.stage_bytes;
+    out.slots[b->uid] = s;
+  }
+  out.barrier_offset = align(top, 8);
   // Persistent kernels add tile_empty and the tile-index slot (8 bytes each).
   out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 + (plan.persistent ? 2 : 0) : 0;
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;

@@ -8,6 +8,7 @@
 // gemms, reductions and atomics can be compared exactly; outputs start as a sentinel, so a
 // write outside the rule's elements shows up.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -441,6 +442,132 @@ inline DiffCase gemm_odd_extents() {
       });
 }
 
+/// Row reductions of a register fragment (per-thread partials, shuffles, cross-warp scratch):
+/// a sum into an f32 tensor and a max into a bf16 one, rows past the tensor's end not stored.
+/// `N` columns over `bm`-row blocks of `threads_` threads decides whether a row stays in one
+/// warp or spans several.
+inline DiffCase register_row_reduce(const std::string& name, DType in, int64_t rows, int64_t N,
+                                    int64_t bm, int threads_) {
+  DiffCase c;
+  c.name = name;
+  Dim M("M");
+  Tensor X("X", {M, N}, in), S("S", {M}, f32), Mx("Mx", {M}, bf16);
+  c.kernel =
+      kernel("rrr_" + name, {X, S, Mx}, grid(ceildiv(M, bm)), threads(threads_), [&](Var by) {
+        Tile x = alloc_fragment({bm, N}, f32);
+        Tile s = alloc_fragment({bm}, f32), m = alloc_fragment({bm}, f32);
+        copy(X.tile(by * bm, 0), x);
+        reduce_sum(x, s, 1);
+        reduce_max(x, m, 1);
+        copy(s, S.tile(by * bm));
+        copy(m, Mx.tile(by * bm));
+      });
+  c.args = {ints(in, {rows, N}, 21), sentinel(f32, {rows}), sentinel(bf16, {rows})};
+  c.outputs = {1, 2};
+  c.expect = [N](std::vector<HostTensor>& a) {
+    int64_t R = a[1].shape()[0];
+    for (int64_t i = 0; i < R; ++i) {
+      double sum = 0, mx = -INFINITY;
+      for (int64_t j = 0; j < N; ++j) {
+        sum += a[0].get(i * N + j);
+        mx = std::fmax(mx, a[0].get(i * N + j));
+      }
+      a[1].set(i, sum);
+      a[2].set(i, mx);
+    }
+  };
+  return c;
+}
+
+/// A row of 32 f32 over 8 lanes: shuffles only; 37 rows, so the last 16-row block is ragged.
+inline DiffCase register_reduce_in_one_warp() {
+  return register_row_reduce("RegisterRowReduceWithinAWarp", f32, 37, 32, 16, 128);
+}
+/// A row of 1024 bf16 over 128 threads (4 warps): shuffles then the cross-warp step; 5 rows.
+inline DiffCase register_reduce_across_warps() {
+  return register_row_reduce("RegisterRowReduceAcrossWarps", bf16, 5, 1024, 2, 256);
+}
+
+/// A blocked fragment whose thread rows do not divide its rows (5 x 48 f32 over 32 x 4 threads:
+/// most threads hold no row): row sums, column sums (dim 0, across warps), and the tile
+/// scaled by its row sums and offset by a column vector, all in registers.
+inline DiffCase register_ragged_rows_and_columns() {
+  DiffCase c;
+  c.name = "RegisterFragmentWithRaggedRowBlock";
+  Dim M("M");
+  Tensor X("X", {M, 48}, f32), V("V", {48}, f32), Y("Y", {M, 48}, f32), Cs("Cs", {M, 48}, f32);
+  c.kernel = kernel("ragged", {X, V, Y, Cs}, grid(ceildiv(M, 5)), threads(128), [&](Var by) {
+    Tile x = alloc_fragment({5, 48}, f32), v = alloc_fragment({48}, f32);
+    Tile rs = alloc_fragment({5}, f32), cs = alloc_fragment({48}, f32);
+    copy(X.tile(by * 5, 0), x);
+    copy(V.tile(0), v);
+    reduce_sum(x, rs, 1);
+    reduce_sum(x, cs, 0);
+    parallel({5, 48}, [&](Var i, Var j) { x(i, j) = x(i, j) * rs(i) + v(j); });
+    copy(x, Y.tile(by * 5, 0));
+    // Each block's column sums go to the first row of its block in Cs.
+    copy(cs, Cs.tile({by * 5, 0}, {1, 48}));
+  });
+  c.args = {ints(f32, {12, 48}, 5), ints(f32, {48}, 6), sentinel(f32, {12, 48}),
+            sentinel(f32, {12, 48})};
+  c.outputs = {2, 3};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < 12; ++i) {
+      double rs = 0;
+      for (int64_t j = 0; j < 48; ++j)
+        rs += a[0].get(i * 48 + j);
+      for (int64_t j = 0; j < 48; ++j)
+        a[2].set(i * 48 + j, a[0].get(i * 48 + j) * rs + a[1].get(j));
+    }
+    for (int64_t b = 0; b * 5 < 12; ++b)
+      for (int64_t j = 0; j < 48; ++j) {
+        double cs = 0;
+        for (int64_t i = b * 5; i < std::min<int64_t>(12, b * 5 + 5); ++i)
+          cs += a[0].get(i * 48 + j);
+        a[3].set(b * 5 * 48 + j, cs);
+      }
+  };
+  return c;
+}
+
+/// c = (a + b) * 0.5 over 32 x 128 bf16 tiles (16-byte runs) at a size whose rows start at
+/// every alignment (N odd: the runs fall back to 8-, 4-byte or element accesses) and whose last
+/// tiles are ragged in both dimensions; the f32 output takes 32-byte runs.
+inline DiffCase vector_copy_case(const std::string& name, int64_t rows, int64_t cols) {
+  DiffCase c;
+  c.name = name;
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, f32), D("D", {M, N}, bf16);
+  c.kernel =
+      kernel("vcopy_" + name, {A, B, C, D}, grid(ceildiv(N, 128), ceildiv(M, 32)), threads(128),
+             [&](Var bx, Var by) {
+               Tile a = alloc_fragment({32, 128}, bf16), b = alloc_fragment({32, 128}, bf16);
+               Tile s = alloc_fragment({32, 128}, f32);
+               copy(A.tile(by * 32, bx * 128), a);
+               copy(B.tile(by * 32, bx * 128), b);
+               parallel({32, 128}, [&](Var i, Var j) { s(i, j) = (a(i, j) + b(i, j)) * 0.5; });
+               copy(s, C.tile(by * 32, bx * 128));
+               copy(s, D.tile(by * 32, bx * 128));
+             });
+  c.args = {ints(bf16, {rows, cols}, 1), ints(bf16, {rows, cols}, 2), sentinel(f32, {rows, cols}),
+            sentinel(bf16, {rows, cols})};
+  c.outputs = {2, 3};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t e = 0; e < a[0].numel(); ++e) {
+      double v = (a[0].get(e) + a[1].get(e)) * 0.5; // halves of small integers: exact in bf16
+      a[2].set(e, v);
+      a[3].set(e, v);
+    }
+  };
+  return c;
+}
+inline DiffCase vector_copy_odd() {
+  return vector_copy_case("VectorCopyAtOddSizes", 97, 1031);
+}
+inline DiffCase vector_copy_aligned() {
+  return vector_copy_case("VectorCopyAligned", 64, 512);
+}
+
 struct NamedCase {
   const char* name;
   DiffCase (*make)();
@@ -459,7 +586,12 @@ inline std::vector<NamedCase> differential_cases() {
           {"IntegerCopyIsExactAtEdgeTiles", copy_integers_exactly},
           {"FillWritesExactlyItsRegion", fill_region},
           {"ReduceSumAndMaxAlongRows", reduce_rows},
-          {"GemmAtOddExtents", gemm_odd_extents}};
+          {"GemmAtOddExtents", gemm_odd_extents},
+          {"RegisterRowReduceWithinAWarp", register_reduce_in_one_warp},
+          {"RegisterRowReduceAcrossWarps", register_reduce_across_warps},
+          {"RegisterFragmentWithRaggedRowBlock", register_ragged_rows_and_columns},
+          {"VectorCopyAtOddSizes", vector_copy_odd},
+          {"VectorCopyAligned", vector_copy_aligned}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

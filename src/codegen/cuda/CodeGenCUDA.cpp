@@ -157,6 +157,9 @@ protected:
       ir::for_each_stmt(in_.k.body, [&](const ir::Stmt& s) {
         if (const auto* a = ir::as<ir::Allocate>(s)) buffers_[a->buffer->uid] = a->buffer;
       });
+      // Reductions' cross-warp scratch has a shared slot but no Allocate in the kernel.
+      for (const auto& [r, b] : in_.layouts.reduce_scratch)
+        buffers_[b->uid] = b;
     }
     auto it = buffers_.find(uid);
     return it == buffers_.end() ? nullptr : &it->second;

@@ -1,0 +1,66 @@
+// Register fragments through NVRTC, no GPU needed: the differential cases for blocked
+// fragments (DifferentialCases.h) compile for sm_90a and sm_80 without spills, their global
+// copies become vector loads and stores in the PTX, their reductions warp shuffles, and an
+// element-wise kernel uses no shared memory at all.
+#include <gtest/gtest.h>
+
+#include "DifferentialCases.h"
+#include "codegen/cuda/LoweredKernel.h"
+#include "runtime/Jit.h"
+#include "runtime/ResourceUsage.h"
+
+using namespace tp;
+using namespace tp::difftest;
+
+namespace {
+
+struct Compiled {
+  cuda::LoweredKernel lk;
+  rt::JitKernel j;
+  rt::ResourceUsage u;
+};
+
+Compiled compile_for(const Kernel& k, const std::string& arch) {
+  cuda::LoweredKernel lk = cuda::lower_kernel(k, passes::Target::parse(arch));
+  rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, arch, {}, true);
+  rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+  return {lk, j, u};
+}
+
+bool has(const std::string& ptx, const std::string& s) {
+  return ptx.find(s) != std::string::npos;
+}
+
+class RegisterCase : public testing::TestWithParam<std::string> {};
+
+TEST_P(RegisterCase, CompilesWithVectorAccessesAndNoSpills) {
+  DiffCase c;
+  bool found = false;
+  for (const NamedCase& n : differential_cases())
+    if (GetParam() == n.name) c = n.make(), found = true;
+  ASSERT_TRUE(found) << GetParam();
+  for (std::string arch : {"sm_90a", "sm_80"}) {
+    Compiled r = compile_for(c.kernel, arch);
+    ASSERT_FALSE(r.j.compiled.cubin.empty()) << arch << "\n" << r.j.compiled.log;
+    EXPECT_EQ(r.u.spill_store_bytes, 0) << arch << " " << r.u.raw;
+    EXPECT_EQ(r.u.spill_load_bytes, 0) << arch << " " << r.u.raw;
+    const std::string& ptx = r.j.compiled.ptx;
+    // 16-byte runs (4 x 32-bit words) read from and written to global memory.
+    EXPECT_TRUE(has(ptx, "ld.global.v4") || has(ptx, "ld.global.nc.v4")) << arch;
+    if (GetParam().rfind("Register", 0) == 0)
+      EXPECT_TRUE(has(ptx, "shfl.sync.bfly")) << arch << ": the reduction does not shuffle";
+    if (GetParam().rfind("Vector", 0) == 0) {
+      EXPECT_TRUE(has(ptx, "st.global.v4")) << arch;
+      EXPECT_EQ(r.lk.smem_bytes, 0) << arch << ": element-wise fragments went to shared memory";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaCompileRegisterFragments, RegisterCase,
+                         testing::Values("RegisterRowReduceWithinAWarp",
+                                         "RegisterRowReduceAcrossWarps",
+                                         "RegisterFragmentWithRaggedRowBlock",
+                                         "VectorCopyAtOddSizes", "VectorCopyAligned"),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+} // namespace

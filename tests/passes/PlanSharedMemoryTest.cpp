@@ -1,0 +1,57 @@
+// PlanSharedMemory on tiny kernels: the cross-warp scratch of a register reduction gets its own
+// slot after the tiles; a kernel whose fragments all live in registers needs no shared memory.
+#include <gtest/gtest.h>
+
+#include "ir/IRVisitor.h"
+#include "passes/InferLayouts.h"
+#include "passes/PlanPipeline.h"
+#include "passes/PlanSharedMemory.h"
+#include "tilepilot/lang.h"
+
+using namespace tp;
+
+namespace {
+
+passes::SmemPlan plan(const Kernel& k, passes::LayoutInfo& l) {
+  passes::Target t = passes::Target::parse("sm_90a");
+  l = passes::infer_layouts(k.node(), t);
+  passes::PipelinePlan p = passes::plan_pipeline(k.node(), l, t);
+  return passes::plan_shared_memory(k.node(), l, p, t);
+}
+
+Kernel row_sum(int64_t N, int threads_, bool with_tile) {
+  Dim M("M");
+  Tensor X("X", {M, N}, f32), R("R", {M}, f32);
+  return kernel("rs", {X, R}, grid(M), threads(threads_), [&](Var by) {
+    if (with_tile) {
+      Tile s = alloc_shared({1, N}, f32);
+      copy(X.tile(by, 0), s);
+    }
+    Tile x = alloc_fragment({1, N}, f32), r = alloc_fragment({1}, f32);
+    copy(X.tile(by, 0), x);
+    reduce_sum(x, r, 1);
+    copy(r, R.tile(by));
+  });
+}
+
+// A row over 8 warps: 256 f32 of scratch (1 KiB), placed after a 1024-byte tile.
+TEST(PlanSharedMemory, CrossWarpScratchGetsASlotAfterTheTiles) {
+  passes::LayoutInfo l;
+  passes::SmemPlan s = plan(row_sum(2048, 256, true), l);
+  ASSERT_EQ(l.reduce_scratch.size(), 1u);
+  const ir::Buffer& scratch = l.reduce_scratch.begin()->second;
+  const passes::SmemPlan::Slot& slot = s.slot(scratch);
+  EXPECT_EQ(slot.stage_elems, 256);
+  EXPECT_GE(slot.offset, 2048 * 4); // after the shared tile
+  EXPECT_GE(s.total_bytes, slot.offset + 256 * 4);
+}
+
+// A row within one warp needs no scratch, and with no tile the kernel uses no shared memory.
+TEST(PlanSharedMemory, RegisterOnlyKernelNeedsNone) {
+  passes::LayoutInfo l;
+  passes::SmemPlan s = plan(row_sum(256, 32, false), l);
+  EXPECT_TRUE(l.reduce_scratch.empty());
+  EXPECT_EQ(s.total_bytes, 0);
+}
+
+} // namespace
