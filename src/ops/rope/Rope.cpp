@@ -225,18 +225,21 @@ std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& a
   // absorb. cos, sin and the rotation are exact from there.
   const std::vector<float> inv =
       inv_freq_f32(D, static_cast<float>(p.at("base")), llama3_scaled(p));
-  std::vector<double> out;
+  std::vector<double> out, cs(half), sn(half);
   out.reserve(nt * nh * nd);
   for (int64_t t = t0; t < t0 + nt; ++t) {
     const float pos = static_cast<float>(a[2].get(t));
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(pos * inv[i]);
+      cs[i] = std::cos(angle);
+      sn[i] = std::sin(angle);
+    }
     for (int64_t h = h0; h < h0 + nh; ++h) {
       const int64_t row = (t * heads + h) * D;
       for (int64_t d = d0; d < d0 + nd; ++d) {
         const int64_t i = d % half;
-        const double angle = static_cast<double>(pos * inv[i]);
-        const double c = std::cos(angle), s = std::sin(angle);
-        out.push_back(d < half ? x.get(row + d) * c - x.get(row + d + half) * s
-                               : x.get(row + d) * c + x.get(row + d - half) * s);
+        out.push_back(d < half ? x.get(row + d) * cs[i] - x.get(row + d + half) * sn[i]
+                               : x.get(row + d) * cs[i] + x.get(row + d - half) * sn[i]);
       }
     }
   }
