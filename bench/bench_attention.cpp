@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "BenchHarness.h"
-#include "ops/AttentionOp.h"
+#include "ops/attention/AttentionOp.h"
 #include "ops/reference/GpuReference.h"
 #include "ops/vendor/CudnnAttention.h"
 #include "runtime/Driver.h"

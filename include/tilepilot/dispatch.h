@@ -1,5 +1,5 @@
-// Runtime dispatch of the piloted operators. `tp::ops::gemm` and `tp::ops::attention` run the
-// pilot's pinned kernel only when the device (name and arch), the dtype and the exact shape lie
+// Runtime dispatch of any registered operator (built-in or plug-in): Dispatcher::run(op, ...)
+// runs the pilot's pinned kernel only when the device (name and arch), the dtype and the exact shape lie
 // inside a release's tested matrix (the `release/` folder `tilepilot pilot` writes). Anything
 // else runs the fallback - cuBLASLt / cuDNN SDPA on the GPU (the unfused fp32 GPU reference when
 // those libraries are missing), the fp64 reference on host tensors - and is counted per reason
@@ -100,6 +100,17 @@ public:
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
+  /// Runs operator `op` on host tensors `args`, in its parameter order (inputs, then outputs,
+  /// written in place), with its string options (gemm's layout, attention's causal). The
+  /// problem comes from the tensors' shapes (Operator::problem_for); a user error names the
+  /// tensor that does not fit.
+  void run(const std::string& op, const std::vector<HostTensor*>& args,
+           const std::map<std::string, std::string>& options = {});
+  /// The same on device tensors, enqueued on `stream` (a CUstream; null: the default stream).
+  void run(const std::string& op, const std::vector<DeviceView>& args,
+           const std::map<std::string, std::string>& options = {}, void* stream = nullptr);
+
+  /// The built-in operators' calls, on run():
   /// C = op(A) op(B) on host tensors; layout nn (A [M, K], B [K, N]), nt (B [N, K]) or tn
   /// (A [K, M]); C is [M, N]; one dtype for all three (bf16, f16, f32).
   void gemm(const HostTensor& A, const HostTensor& B, HostTensor& C,

@@ -35,6 +35,12 @@ struct Knob {
   bool accepts(int64_t v) const;
 };
 
+/// One kernel argument's dtype and shape, before any memory exists.
+struct ArgSpec {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+};
+
 /// A box of an output tensor: per dimension [min, min + extent).
 struct Box {
   int tensor; // index into the kernel parameters
@@ -95,6 +101,14 @@ public:
   virtual Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
                               const std::vector<DType>& dtypes,
                               const std::map<std::string, std::string>& options) const;
+  /// The problem a call on these inputs means when the outputs do not exist yet (Python's
+  /// torch ops allocate them from arg_specs). Default: user error, as for problem_for.
+  virtual Problem problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                      const std::vector<DType>& dtypes,
+                                      const std::map<std::string, std::string>& options) const;
+  /// A representative problem's keys: what `tilepilot show` fills in where --shape leaves a
+  /// key out (kernels are symbolic in their sizes, so any valid problem shows the same code).
+  virtual std::map<std::string, std::string> example_shape() const { return {}; }
   /// A short label of the problem's variant for reports ("causal", "padded"); "none" default.
   virtual std::string variant_label(const Problem&) const { return "none"; }
 
@@ -110,15 +124,19 @@ public:
 
   // --- the kernel ------------------------------------------------------------------------
   virtual Kernel build(const Problem& p, const Config& c) const = 0;
-  /// Kernel arguments in parameter order: inputs random (seeded), outputs poisoned.
-  virtual std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const = 0;
+  /// The kernel's arguments in parameter order.
+  virtual std::vector<ArgSpec> arg_specs(const Problem& p) const = 0;
+  /// Kernel arguments in parameter order: inputs random (seeded), outputs poisoned. Default:
+  /// arg_specs() filled uniformly in [-1, 1); an operator overrides it where inputs need
+  /// structure (lengths, positions, indices).
+  virtual std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const;
   /// Indices of the arguments that are outputs.
   virtual std::vector<int> outputs(const Problem& p) const = 0;
   /// The output boxes block (x, y, z) writes.
   virtual std::vector<Box> block_outputs(const Problem& p, const Config& c,
                                          const std::array<int64_t, 3>& block) const = 0;
-  /// The launch grid: by default the built kernel's own grid with its Dims bound by the
-  /// shapes of make_args' tensors.
+  /// The launch grid: by default the built kernel's own grid with its Dims bound by
+  /// arg_specs().
   virtual std::array<int64_t, 3> grid(const Problem& p, const Config& c) const;
   virtual double flops(const Problem& p) const = 0;
   /// Bytes the operator must move at least (inputs read once, outputs written once).

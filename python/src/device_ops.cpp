@@ -116,20 +116,18 @@ ops::DeviceView view(const nb::ndarray<>& t, const char* name) {
   return v;
 }
 
-void gemm_cuda(const nb::ndarray<>& a, const nb::ndarray<>& b, const nb::ndarray<>& c,
-               const std::string& layout, uintptr_t stream) {
-  ops::DeviceView A = view(a, "a"), B = view(b, "b"), C = view(c, "out");
+/// Any registered operator on the GPU through dispatch: `tensors` in its parameter order
+/// (outputs written in place), its string options, enqueued on `stream`.
+void run_cuda(const std::string& op, const std::vector<nb::ndarray<>>& tensors,
+              const std::map<std::string, std::string>& options, uintptr_t stream) {
+  std::vector<ops::DeviceView> views;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string name = op + " tensor " + std::to_string(i);
+    views.push_back(view(tensors[i], name.c_str()));
+  }
   auto d = dispatcher();
   nb::gil_scoped_release unlocked;
-  d->gemm(A, B, C, layout, reinterpret_cast<void*>(stream));
-}
-
-void attention_cuda(const nb::ndarray<>& q, const nb::ndarray<>& k, const nb::ndarray<>& v,
-                    const nb::ndarray<>& o, bool causal, uintptr_t stream) {
-  ops::DeviceView Q = view(q, "q"), K = view(k, "k"), V = view(v, "v"), O = view(o, "out");
-  auto d = dispatcher();
-  nb::gil_scoped_release unlocked;
-  d->attention(Q, K, V, O, causal, reinterpret_cast<void*>(stream));
+  d->run(op, views, options, reinterpret_cast<void*>(stream));
 }
 
 nb::dict decide(const std::string& op, const std::map<std::string, std::string>& shape,
@@ -237,11 +235,10 @@ std::pair<bool, std::string> cuda_status() {
 } // namespace
 
 void bind_device_ops(nb::module_& m) {
-  m.def("gemm_cuda", &gemm_cuda, nb::arg("a"), nb::arg("b"), nb::arg("out"), nb::arg("layout"),
-        nb::arg("stream"), "out = op(a) op(b) on the GPU through dispatch, enqueued on `stream`.");
-  m.def("attention_cuda", &attention_cuda, nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("out"),
-        nb::arg("causal"), nb::arg("stream"),
-        "Attention forward on the GPU through dispatch, enqueued on `stream`.");
+  m.def("run_cuda", &run_cuda, nb::arg("op"), nb::arg("tensors"), nb::arg("options"),
+        nb::arg("stream"),
+        "Any operator on the GPU through dispatch (tensors in parameter order, outputs written "
+        "in place), enqueued on `stream`.");
   m.def("configure", &configure, nb::arg("releases"), nb::arg("force_fallback"),
         nb::arg("disable_libraries"), "Replaces the module's dispatcher.");
   m.def("decide", &decide, nb::arg("op"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device"),

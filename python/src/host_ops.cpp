@@ -2,6 +2,7 @@
 // round to nearest even on the way in, exactly as storing them on the GPU would), the
 // operator's tile-language kernel runs on the CPU interpreter, and the output comes back as
 // float32 (every bf16/f16 value is exact in float32).
+#include <algorithm>
 #include <cstring>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
@@ -11,8 +12,7 @@
 
 #include "bindings.h"
 #include "codegen/cpu/Interpreter.h"
-#include "dispatch/Routing.h"
-#include "ops/AttentionOp.h"
+#include "ops/Operator.h"
 #include "tilepilot/error.h"
 
 namespace nb = nanobind;
@@ -65,75 +65,60 @@ void interpret(const Kernel& k, std::vector<HostTensor*> args) {
   cpu::interpret(k, args);
 }
 
-OutArray gemm_host(const InArray& a, const InArray& b, const std::string& layout,
-                   const std::string& dtype, const std::optional<ops::Config>& config) {
-  DType dt = dtype_arg(dtype);
-  HostTensor A = to_host(a, dt), B = to_host(b, dt);
-  // C's shape follows from the layout; gemm_problem then checks that all three agree.
-  int64_t M = 0, N = 0;
-  if (A.rank() == 2 && B.rank() == 2) {
-    M = layout == "tn" ? A.shape()[1] : A.shape()[0];
-    N = layout == "nt" ? B.shape()[0] : B.shape()[1];
+/// Any registered operator on the CPU interpreter: the problem from its keys, `inputs` (float32
+/// arrays, rounded into each parameter's dtype) in the operator's parameter order without the
+/// outputs, and the outputs back as float32 arrays in outputs() order.
+std::vector<OutArray> run_host(const std::string& op_name,
+                               const std::map<std::string, std::string>& keys,
+                               const std::string& dtype, const std::vector<InArray>& inputs,
+                               const std::optional<ops::Config>& config) {
+  const ops::Operator& op = ops::find_operator(op_name);
+  const DType dt = dtype_arg(dtype);
+  ops::Problem p = op.parse(keys, dt);
+  const std::vector<ops::ArgSpec> specs = op.arg_specs(p);
+  const std::vector<int> outs = op.outputs(p);
+  std::vector<HostTensor> args;
+  size_t next = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const bool is_out = std::count(outs.begin(), outs.end(), static_cast<int>(i)) > 0;
+    if (is_out) {
+      args.emplace_back(specs[i].dtype, specs[i].shape);
+      continue;
+    }
+    if (next >= inputs.size())
+      user_error() << op_name << ": takes " << specs.size() - outs.size() << " inputs, got "
+                   << inputs.size();
+    HostTensor t = to_host(inputs[next], specs[i].dtype);
+    if (t.shape() != specs[i].shape) {
+      std::string want, got;
+      for (int64_t e : specs[i].shape) want += (want.empty() ? "" : ", ") + std::to_string(e);
+      for (int64_t e : t.shape()) got += (got.empty() ? "" : ", ") + std::to_string(e);
+      user_error() << op_name << ": input " << next << " has shape [" << got
+                   << "], the problem needs [" << want << "]";
+    }
+    args.push_back(std::move(t));
+    ++next;
   }
-  HostTensor C(dt, {M, N});
-  ops::Problem p = dispatch::gemm_problem(dt, layout, A.shape(), B.shape(), C.shape(), dt, dt);
-  const ops::Operator& op = ops::find_operator("gemm");
+  if (next != inputs.size())
+    user_error() << op_name << ": takes " << next << " inputs, got " << inputs.size();
   Kernel k = op.build(p, config_for(op, p, config));
-  interpret(k, {&A, &B, &C});
-  return to_numpy(C);
-}
-
-nb::object attention_host(const InArray& q, const InArray& k, const InArray& v, bool causal,
-                          double scale, const std::optional<std::vector<int64_t>>& lens,
-                          const std::string& dtype, const std::optional<ops::Config>& config,
-                          bool return_lse) {
-  DType dt = dtype_arg(dtype);
-  HostTensor Q = to_host(q, dt), K = to_host(k, dt), V = to_host(v, dt);
-  HostTensor O(dt, Q.shape());
-  // attention_problem checks ranks and that the four shapes agree, naming each tensor.
-  ops::Problem p = dispatch::attention_problem(dt, Q.shape(), K.shape(), V.shape(), O.shape(),
-                                               causal, dt, dt, dt);
-  const ops::Operator& op = ops::find_operator("attention");
-  std::map<std::string, std::string> kv;
-  for (const auto& [key, val] : p.shape)
-    kv[key] = std::to_string(val);
-  kv["lse"] = return_lse ? "1" : "0";
-  if (lens) {
-    std::string text;
-    for (size_t i = 0; i < lens->size(); ++i)
-      text += (i ? ":" : "") + std::to_string((*lens)[i]);
-    kv["lens"] = text;
-  }
-  p = op.parse(kv, dt); // validates lens against B and Skv
-  ops::AttentionVariant var = ops::AttentionOp::variant(p);
-  var.scale = scale; // 0: 1/sqrt(D)
-  ops::Config cfg = config_for(op, p, config);
-  Kernel kernel = ops::attention_kernel(var, cfg);
-
-  const int64_t B = p.at("B"), H = p.at("H"), S = p.at("S");
-  HostTensor LSE(DType::f32, {B, H, S}), L(DType::i32, {B});
-  std::vector<HostTensor*> args = {&Q, &K, &V, &O};
-  if (var.lse) args.push_back(&LSE);
-  if (var.lens) {
-    for (int64_t b = 0; b < B; ++b)
-      L.set(b, static_cast<double>((*lens)[b]));
-    args.push_back(&L);
-  }
-  interpret(kernel, args);
-  if (return_lse) return nb::make_tuple(to_numpy(O), to_numpy(LSE));
-  return nb::cast(to_numpy(O));
+  std::vector<HostTensor*> ptrs;
+  for (HostTensor& t : args)
+    ptrs.push_back(&t);
+  interpret(k, ptrs);
+  std::vector<OutArray> result;
+  for (int o : outs)
+    result.push_back(to_numpy(args[o]));
+  return result;
 }
 
 } // namespace
 
 void bind_host_ops(nb::module_& m) {
-  m.def("gemm_host", &gemm_host, nb::arg("a"), nb::arg("b"), nb::arg("layout"), nb::arg("dtype"),
-        nb::arg("config").none(),
-        "C = op(A) op(B) on the CPU interpreter; float32 arrays in and out.");
-  m.def("attention_host", &attention_host, nb::arg("q"), nb::arg("k"), nb::arg("v"),
-        nb::arg("causal"), nb::arg("scale"), nb::arg("lens").none(), nb::arg("dtype"),
-        nb::arg("config").none(), nb::arg("return_lse"),
-        "O (and LSE) of attention forward on the CPU interpreter; float32 arrays in and out.");
+  m.def("run_host", &run_host, nb::arg("op"), nb::arg("keys"), nb::arg("dtype"),
+        nb::arg("inputs"), nb::arg("config").none(),
+        "Any operator on the CPU interpreter: problem keys, float32 input arrays in parameter "
+        "order; returns the outputs as float32 arrays.");
 }
 
 } // namespace tp::py

@@ -76,7 +76,7 @@ def gemm(a, b, layout: str, dtype, out, stream):
     _check_dtype(dtype, a)
     require_cuda()
     out = _output(a, (M, N), out, dtype)
-    _core.gemm_cuda(a, b, out, layout, _stream(a, stream))
+    _core.run_cuda("gemm", [a, b, out], {"layout": layout}, _stream(a, stream))
     return out
 
 
@@ -93,5 +93,6 @@ def attention(q, k, v, causal: bool, scale, dtype, out, stream):
                          " falls back to PyTorch SDPA for other scales")
     require_cuda()
     out = _output(q, tuple(q.shape), out, dtype)
-    _core.attention_cuda(q, k, v, out, bool(causal), _stream(q, stream))
+    _core.run_cuda("attention", [q, k, v, out], {"causal": "1" if causal else "0"},
+                   _stream(q, stream))
     return out

@@ -42,7 +42,12 @@ def gemm(a, b, layout: str, dtype, config) -> np.ndarray:
     a, b = _array(a, "a"), _array(b, "b")
     _args.gemm_shape(a.shape, b.shape, layout)
     dt = _dtype(dtype, (a, b), "f32")
-    return _core.gemm_host(_f32(a), _f32(b), layout, dt, _args.config_dict(config))
+    m = a.shape[1] if layout == "tn" else a.shape[0]
+    k = a.shape[0] if layout == "tn" else a.shape[1]
+    n = b.shape[0] if layout == "nt" else b.shape[1]
+    keys = {"M": str(m), "N": str(n), "K": str(k), "layout": layout}
+    (c,) = _core.run_host("gemm", keys, dt, [_f32(a), _f32(b)], _args.config_dict(config))
+    return c
 
 
 def attention(q, k, v, causal: bool, scale, lens, dtype, config, return_lse: bool):
@@ -55,6 +60,16 @@ def attention(q, k, v, causal: bool, scale, lens, dtype, config, return_lse: boo
         if len(lens) != q.shape[0]:
             raise ValueError(f"attention: lens has {len(lens)} entries but the batch is "
                              f"{q.shape[0]}; give one key length per batch entry")
-    return _core.attention_host(_f32(q), _f32(k), _f32(v), bool(causal),
-                                _args.scale_value(scale), lens, dt,
-                                _args.config_dict(config), bool(return_lse))
+    b, h, s, d = q.shape
+    keys = {"B": str(b), "H": str(h), "S": str(s), "D": str(d), "Hkv": str(k.shape[1]),
+            "Skv": str(k.shape[2]), "causal": "1" if causal else "0",
+            "lse": "1" if return_lse else "0"}
+    sc = _args.scale_value(scale)
+    if sc:
+        keys["scale"] = repr(float(sc))
+    inputs = [_f32(q), _f32(k), _f32(v)]
+    if lens is not None:
+        keys["lens"] = ":".join(str(x) for x in lens)
+        inputs.append(np.asarray(lens, dtype=np.float32))
+    outs = _core.run_host("attention", keys, dt, inputs, _args.config_dict(config))
+    return (outs[0], outs[1]) if return_lse else outs[0]

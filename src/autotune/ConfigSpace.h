@@ -38,13 +38,14 @@ struct Candidate {
 struct ConfigSpace {
   std::vector<Candidate> kept;   // best-first by the heuristic; the default config first
   std::vector<Candidate> pruned; // in enumeration order
+  std::map<std::string, int64_t> neutral; // each knob's neutral value (see ops::Knob)
   int64_t total() const { return static_cast<int64_t>(kept.size() + pruned.size()); }
   /// Pruned counts per category.
   std::map<std::string, int64_t> pruned_by_category() const;
 };
 
-/// The knobs the tuner searches for `op` on `arch`: Operator::knobs() narrowed where the arch
-/// fixes a choice (sm_90a gemm: bk = 64, 128-byte rows for the swizzled TMA/wgmma layout).
+/// The knobs the tuner searches for `op` on `arch`: the operator's own, each with the values it
+/// searches there.
 std::vector<ops::Knob> knob_space(const ops::Operator& op, const std::string& arch);
 
 /// Replaces knob values from "bm=64|128,stages=3|4" (the CLI's --space). User error naming the
@@ -62,8 +63,9 @@ Candidate estimate(const ops::Operator& op, const ops::Problem& p, const TargetL
                    const ops::Config& c);
 
 /// Whether `c` is the operator's default config `dflt`; a knob the default leaves out counts
-/// as off (0), e.g. swizzle.
-bool is_default_config(const ops::Config& c, const ops::Config& dflt);
+/// as its neutral value (swizzle 0, cluster 1), from ConfigSpace::neutral.
+bool is_default_config(const ops::Config& c, const ops::Config& dflt,
+                       const std::map<std::string, int64_t>& neutral);
 
 /// Post-compile pruning from the ptxas report: "" when the kernel may be measured, else why
 /// not (any spill).

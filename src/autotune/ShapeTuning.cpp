@@ -43,7 +43,7 @@ ShapeTuning tune_against_baseline(const ConfigSpace& space, const TuneHooks& hoo
   t.baseline = baseline;
   t.search = tune(space, hooks, options);
   if (!t.search.found) return t;
-  if (is_default_config(t.search.best, baseline)) {
+  if (is_default_config(t.search.best, baseline, space.neutral)) {
     t.outcome = ShapeTuning::Outcome::baseline_best;
     return t;
   }

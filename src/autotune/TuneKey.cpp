@@ -5,15 +5,11 @@
 #include <xxhash.h>
 
 #include "tilepilot/error.h"
+#include <set>
 
 namespace tp::autotune {
 
 namespace {
-
-// Shape keys kept exact per operator (they select a different kernel, not a different size).
-bool exact_shape_key(const std::string& op, const std::string& k) {
-  return op == "attention" && (k == "D" || k == "causal" || k == "lse");
-}
 
 std::string file_safe(const std::string& s) {
   std::string out;
@@ -34,17 +30,17 @@ int64_t bucket_size(int64_t v) {
 
 TuneKey make_key(const ops::Problem& p, const rt::DeviceInfo& d,
                  const std::string& tilepilot_version) {
+  // The operator decides what the key is made of (keys folded or dropped) and which keys pick
+  // a different kernel (exact); every other size is bucketed.
+  const ops::Operator& op = ops::find_operator(p.op);
+  const ops::Problem tp = op.tuning_problem(p);
+  const std::set<std::string> exact = op.exact_keys();
   TuneKey k;
   k.op = p.op;
   k.dtype = dtype_name(p.dtype);
-  for (const auto& [name, v] : p.shape) {
-    if (p.op == "attention" && name == "Hkv") continue; // folded into the group ratio below
-    k.shape[name] = exact_shape_key(p.op, name) ? v : bucket_size(v);
-  }
-  if (p.op == "attention" && p.shape.count("H") && p.shape.count("Hkv") && p.shape.at("Hkv") > 0)
-    k.shape["group"] = p.shape.at("H") / p.shape.at("Hkv");
-  for (const auto& [name, v] : p.options)
-    k.options[name] = (p.op == "attention" && name == "lens") ? "padded" : v;
+  for (const auto& [name, v] : tp.shape)
+    k.shape[name] = exact.count(name) ? v : bucket_size(v);
+  k.options = tp.options;
   k.gpu = d.name;
   k.arch = d.arch;
   k.sm_count = d.sm_count;

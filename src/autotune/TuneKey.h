@@ -6,10 +6,10 @@
 // tiles of 64..256 every small value changes the padding of the last tile and the number of
 // blocks sharply, and small sizes (decode, M=1..128) are common and few. Above 128 the best tile
 // varies slowly with size, so power-of-two buckets keep a database to ~log2 entries per size
-// while the shapes sharing an entry differ by less than 2x. Keys that change the kernel itself
-// are never bucketed: attention's head dim D, causal and lse flags, and the grouped-heads ratio
-// H / Hkv; string options (gemm layout) are exact; attention's per-batch `lens` list becomes
-// lens=padded (the kernel is the same for any lengths).
+// while the shapes sharing an entry differ by less than 2x. The operator says which keys change
+// the kernel itself (Operator::exact_keys: a head dim, a mask flag): those are never bucketed.
+// It also says what the key is made of (Operator::tuning_problem: keys folded together or
+// dropped). String options are exact.
 #pragma once
 #include <map>
 #include <nlohmann/json.hpp>

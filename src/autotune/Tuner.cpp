@@ -186,6 +186,7 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
                     "tp::autotune::set_default_hooks, or pass TuneHooks explicitly";
   auto t0 = Clock::now();
   TuneResult r;
+  r.neutral = space.neutral;
   Best best;
   const size_t n = space.kept.size();
   {
@@ -262,7 +263,7 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
 
 double full_median_ms(const TuneResult& r, const ops::Config& config) {
   for (const CandidateLog& c : r.log)
-    if (is_default_config(c.config, config) && c.median_ms >= 0) return c.median_ms;
+    if (is_default_config(c.config, config, r.neutral) && c.median_ms >= 0) return c.median_ms;
   return -1;
 }
 

@@ -60,6 +60,7 @@ struct TuneResult {
   Measurement best_measurement;
   std::vector<CandidateLog> log; // every candidate: kept ones in search order, then pruned ones
   double wall_s = 0;
+  std::map<std::string, int64_t> neutral; // the space's neutral knob values (is_default_config)
   const CandidateLog* best_log() const; // nullptr when !found
   std::map<std::string, int64_t> status_counts() const;
 };

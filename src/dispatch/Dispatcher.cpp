@@ -103,9 +103,10 @@ dispatch::DeviceRun& Dispatcher::Impl::device_run() {
 
 namespace {
 
-cuda::DeviceTensor device_tensor(const DeviceView& v, const char* name) {
-  if (v.ptr == 0) user_error() << "dispatch: device tensor " << name << " has a null pointer";
-  return {static_cast<CUdeviceptr>(v.ptr), v.dtype, v.shape};
+cuda::DeviceTensor device_tensor(const DeviceView& v, const std::string& op, size_t i) {
+  if (v.ptr == 0)
+    user_error() << "dispatch: " << op << " device tensor " << i << " has a null pointer";
+  return cuda::DeviceTensor(v.ptr, v.dtype, v.shape);
 }
 
 } // namespace
@@ -121,35 +122,31 @@ Dispatcher::Dispatcher(DispatchOptions options) : impl_(std::make_unique<Impl>()
 
 Dispatcher::~Dispatcher() = default;
 
-void Dispatcher::gemm(const HostTensor& A, const HostTensor& B, HostTensor& C,
-                      const std::string& layout) {
-  Problem p = dispatch::gemm_problem(A.dtype(), layout, A.shape(), B.shape(), C.shape(), B.dtype(),
-                                     C.dtype());
-  dispatch::run_host(*impl_, p, {&A, &B}, C);
+void Dispatcher::run(const std::string& op, const std::vector<HostTensor*>& args,
+                     const std::map<std::string, std::string>& options) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i]) user_error() << "dispatch: " << op << " argument " << i << " is null";
+    shapes.push_back(args[i]->shape());
+    dtypes.push_back(args[i]->dtype());
+  }
+  Problem p = find_operator(op).problem_for(shapes, dtypes, options);
+  dispatch::run_host(*impl_, p, args);
 }
 
-void Dispatcher::attention(const HostTensor& Q, const HostTensor& K, const HostTensor& V,
-                           HostTensor& O, bool causal) {
-  Problem p = dispatch::attention_problem(Q.dtype(), Q.shape(), K.shape(), V.shape(), O.shape(),
-                                          causal, K.dtype(), V.dtype(), O.dtype());
-  dispatch::run_host(*impl_, p, {&Q, &K, &V}, O);
-}
-
-void Dispatcher::gemm(const DeviceView& A, const DeviceView& B, const DeviceView& C,
-                      const std::string& layout, void* stream) {
-  Problem p = dispatch::gemm_problem(A.dtype, layout, A.shape, B.shape, C.shape, B.dtype, C.dtype);
-  dispatch::run_device(
-      *impl_, p, {device_tensor(A, "A"), device_tensor(B, "B"), device_tensor(C, "C")}, stream);
-}
-
-void Dispatcher::attention(const DeviceView& Q, const DeviceView& K, const DeviceView& V,
-                           const DeviceView& O, bool causal, void* stream) {
-  Problem p = dispatch::attention_problem(Q.dtype, Q.shape, K.shape, V.shape, O.shape, causal,
-                                          K.dtype, V.dtype, O.dtype);
-  dispatch::run_device(
-      *impl_, p,
-      {device_tensor(Q, "Q"), device_tensor(K, "K"), device_tensor(V, "V"), device_tensor(O, "O")},
-      stream);
+void Dispatcher::run(const std::string& op, const std::vector<DeviceView>& args,
+                     const std::map<std::string, std::string>& options, void* stream) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<DType> dtypes;
+  std::vector<cuda::DeviceTensor> tensors;
+  for (size_t i = 0; i < args.size(); ++i) {
+    shapes.push_back(args[i].shape);
+    dtypes.push_back(args[i].dtype);
+    tensors.push_back(device_tensor(args[i], op, i));
+  }
+  Problem p = find_operator(op).problem_for(shapes, dtypes, options);
+  dispatch::run_device(*impl_, p, tensors, stream);
 }
 
 DispatchDecision Dispatcher::decide(const std::string& op,
@@ -222,22 +219,6 @@ Dispatcher& default_dispatcher() {
     return o;
   }());
   return *d;
-}
-
-void gemm(const HostTensor& A, const HostTensor& B, HostTensor& C, const std::string& layout) {
-  default_dispatcher().gemm(A, B, C, layout);
-}
-void attention(const HostTensor& Q, const HostTensor& K, const HostTensor& V, HostTensor& O,
-               bool causal) {
-  default_dispatcher().attention(Q, K, V, O, causal);
-}
-void gemm(const DeviceView& A, const DeviceView& B, const DeviceView& C, const std::string& layout,
-          void* stream) {
-  default_dispatcher().gemm(A, B, C, layout, stream);
-}
-void attention(const DeviceView& Q, const DeviceView& K, const DeviceView& V, const DeviceView& O,
-               bool causal, void* stream) {
-  default_dispatcher().attention(Q, K, V, O, causal, stream);
 }
 
 } // namespace tp::ops

@@ -57,10 +57,9 @@ void install_release(ops::Dispatcher& d, pilot::Release r);
 pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
                               const std::vector<std::pair<ops::Problem, ops::Config>>& pins);
 
-/// One call on host tensors (inputs, then the output written in place).
-void run_host(ops::Dispatcher::Impl& im, const ops::Problem& p,
-              const std::vector<const HostTensor*>& in, HostTensor& out);
-/// One call on device tensors (inputs, then the output), enqueued on `stream`.
+/// One call on host tensors (parameter order; outputs written in place).
+void run_host(ops::Dispatcher::Impl& im, const ops::Problem& p, const std::vector<HostTensor*>& args);
+/// One call on device tensors (parameter order), enqueued on `stream`.
 void run_device(ops::Dispatcher::Impl& im, const ops::Problem& p,
                 const std::vector<cuda::DeviceTensor>& args, void* stream);
 /// Whether the bucket `key` ("host|..." / "device|...") is known not to build or compile; if

@@ -39,8 +39,7 @@ std::string build_failure(const Config& c, const std::string& what) {
 
 } // namespace
 
-void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<const HostTensor*>& in,
-              HostTensor& out) {
+void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<HostTensor*>& args) {
   Route r = im.route(p, false);
   if (r.pinned) {
     const Config cfg = r.entry->config;
@@ -62,12 +61,12 @@ void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<const Ho
       }
     }
     if (r.pinned) {
-      run_interpreter(k, in, out);
+      run_interpreter(k, args);
       im.count_pinned(p.op);
       return;
     }
   }
-  run_host_reference(p, in, out);
+  run_host_framework(p, args);
   im.count_fallback(p.op, r.reason, r.why, "fp64 CPU reference");
 }
 

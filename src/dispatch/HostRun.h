@@ -1,5 +1,6 @@
-// Dispatch on host tensors: the pinned kernel on the CPU interpreter, the fallback as the
-// operator's fp64 reference (rounded once into the output dtype).
+// Dispatch on host tensors: the pinned kernel on the CPU interpreter; the fallback is the
+// operator's framework operator on host tensors (Operator::run_host_framework: by default the
+// fp64 reference, rounded once into the outputs' dtype).
 #pragma once
 #include <vector>
 
@@ -7,13 +8,10 @@
 
 namespace tp::dispatch {
 
-/// Runs `k` over its whole grid on `args` (parameter order). Inputs are only read.
-void run_interpreter(const Kernel& k, const std::vector<const HostTensor*>& inputs,
-                     HostTensor& out);
+/// Runs `k` over its whole grid on `args` (parameter order). Only outputs are written.
+void run_interpreter(const Kernel& k, const std::vector<HostTensor*>& args);
 
-/// The operator's fp64 reference for `p` on `inputs` (gemm: A, B; attention: Q, K, V), stored
-/// into `out` rounded to its dtype.
-void run_host_reference(const ops::Problem& p, const std::vector<const HostTensor*>& inputs,
-                        HostTensor& out);
+/// The operator's host framework for `p` on `args` (parameter order; outputs written).
+void run_host_framework(const ops::Problem& p, const std::vector<HostTensor*>& args);
 
 } // namespace tp::dispatch

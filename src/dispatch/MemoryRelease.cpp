@@ -34,7 +34,7 @@ pilot::Release memory_release(const std::string& op, const ops::DeviceIdentity& 
     r.pinned.push_back({p, c, "", ""});
     r.matrix.push_back({dev.arch, p, true, 0.0});
   }
-  r.fallback = op == "gemm" ? "cuBLASLt" : "cuDNN SDPA";
+  r.fallback = ops::find_operator(op).framework_name();
   return r;
 }
 

@@ -26,13 +26,6 @@ std::string manifest_operator(const std::string& dir) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    os << (i ? ", " : "") << s[i];
-  return os.str() + "]";
-}
 
 } // namespace
 
@@ -77,8 +70,8 @@ std::map<std::string, ReleaseSlot> load_releases(const std::vector<std::string>&
   }
   // An unreadable folder might have been any operator's: charge it to each one left without.
   for (const std::string& e : orphan_errors)
-    for (const char* op : {"gemm", "attention"})
-      if (!out.count(op)) out[op].load_error = e;
+    for (const ops::Operator* op : ops::all_operators())
+      if (!out.count(op->name())) out[op->name()].load_error = e;
   return out;
 }
 
@@ -132,58 +125,6 @@ Route route(const ReleaseSlot* slot, const ops::DeviceIdentity& dev, const ops::
     }
   return fall(FallbackReason::shape_outside_matrix,
               "shape " + p.shape_str() + " was tested but has no pinned kernel");
-}
-
-ops::Problem gemm_problem(DType dtype, const std::string& layout, const std::vector<int64_t>& a,
-                          const std::vector<int64_t>& b, const std::vector<int64_t>& c, DType tb,
-                          DType tc) {
-  if (tb != dtype || tc != dtype)
-    user_error() << "gemm: A is " << dtype_name(dtype) << " but B is " << dtype_name(tb)
-                 << " and C is " << dtype_name(tc) << "; use one dtype for all three";
-  if (a.size() != 2 || b.size() != 2 || c.size() != 2)
-    user_error() << "gemm: A, B and C must be 2-d, got A " << shape_text(a) << ", B "
-                 << shape_text(b) << ", C " << shape_text(c);
-  if (layout != "nn" && layout != "nt" && layout != "tn")
-    user_error() << "gemm: layout " << layout << " is not supported; use nn, nt or tn";
-  int64_t M = layout == "tn" ? a[1] : a[0], K = layout == "tn" ? a[0] : a[1];
-  int64_t N = layout == "nt" ? b[0] : b[1], Kb = layout == "nt" ? b[1] : b[0];
-  if (Kb != K || c[0] != M || c[1] != N)
-    user_error() << "gemm: shapes do not agree for layout " << layout << ": A " << shape_text(a)
-                 << ", B " << shape_text(b) << ", C " << shape_text(c) << "; layout " << layout
-                 << " needs A " << (layout == "tn" ? "[K, M]" : "[M, K]") << ", B "
-                 << (layout == "nt" ? "[N, K]" : "[K, N]") << ", C [M, N]";
-  return ops::find_operator("gemm").parse({{"M", std::to_string(M)},
-                                           {"N", std::to_string(N)},
-                                           {"K", std::to_string(K)},
-                                           {"layout", layout}},
-                                          dtype);
-}
-
-ops::Problem attention_problem(DType dtype, const std::vector<int64_t>& q,
-                               const std::vector<int64_t>& k, const std::vector<int64_t>& v,
-                               const std::vector<int64_t>& o, bool causal, DType tk, DType tv,
-                               DType to) {
-  if (tk != dtype || tv != dtype || to != dtype)
-    user_error() << "attention: Q is " << dtype_name(dtype) << " but K, V, O are " << dtype_name(tk)
-                 << ", " << dtype_name(tv) << ", " << dtype_name(to)
-                 << "; use one dtype for all four";
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || o.size() != 4)
-    user_error() << "attention: Q, K, V, O must be 4-d [batch, heads, seq, D], got Q "
-                 << shape_text(q) << ", K " << shape_text(k) << ", V " << shape_text(v) << ", O "
-                 << shape_text(o);
-  if (k != v || o != q || k[0] != q[0] || k[3] != q[3])
-    user_error() << "attention: shapes do not agree: Q " << shape_text(q) << ", K " << shape_text(k)
-                 << ", V " << shape_text(v) << ", O " << shape_text(o)
-                 << "; need Q, O [B, H, S, D] and K, V [B, Hkv, Skv, D]";
-  return ops::find_operator("attention")
-      .parse({{"B", std::to_string(q[0])},
-              {"H", std::to_string(q[1])},
-              {"S", std::to_string(q[2])},
-              {"D", std::to_string(q[3])},
-              {"Hkv", std::to_string(k[1])},
-              {"Skv", std::to_string(k[2])},
-              {"causal", causal ? "1" : "0"}},
-             dtype);
 }
 
 } // namespace tp::dispatch

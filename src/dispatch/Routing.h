@@ -47,14 +47,4 @@ Route route(const ReleaseSlot* slot, const ops::DeviceIdentity& dev, const ops::
 /// since the interpreter stands in for it.
 ops::DeviceIdentity host_identity(const ReleaseSlot* slot);
 
-/// Problems from tensor shapes, validated by the operators' parsers (user errors name the
-/// tensor and what was wrong).
-ops::Problem gemm_problem(DType dtype, const std::string& layout, const std::vector<int64_t>& a,
-                          const std::vector<int64_t>& b, const std::vector<int64_t>& c, DType tb,
-                          DType tc);
-ops::Problem attention_problem(DType dtype, const std::vector<int64_t>& q,
-                               const std::vector<int64_t>& k, const std::vector<int64_t>& v,
-                               const std::vector<int64_t>& o, bool causal, DType tk, DType tv,
-                               DType to);
-
 } // namespace tp::dispatch

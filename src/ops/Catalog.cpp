@@ -13,8 +13,14 @@ nlohmann::json catalog_json() {
     j["summary"] = op->summary();
     for (const auto& [k, help] : op->shape_keys())
       j["shape_keys"][k] = help;
-    for (const Knob& kn : op->knobs())
-      j["config_space"][kn.name] = {{"values", kn.values}, {"help", kn.help}};
+    j["origin"] = operator_origin(op->name());
+    j["framework"] = op->framework_name();
+    // The config space as the flagship arch searches it; each knob's accepted range too.
+    for (const Knob& kn : op->knobs("sm_90a")) {
+      nlohmann::json k = {{"values", kn.values}, {"help", kn.help}, {"neutral", kn.neutral}};
+      if (kn.min != 0 || kn.max != 0) k["range"] = {kn.min, kn.max};
+      j["config_space"][kn.name] = k;
+    }
     all.push_back(j);
   }
   return all;

@@ -1,10 +1,13 @@
-// Operator registry, problem helpers and key=value parsing shared by the CLI and the pilot.
+// The Operator interface's shared parts: problems, knob checks, the default implementations
+// every operator may rely on (grid from the kernel, host framework from the fp64 reference,
+// estimates from the compiler's own plan) and key=value parsing.
 #include "ops/Operator.h"
 
+#include <algorithm>
 #include <sstream>
 
-#include "ops/AttentionOp.h"
-#include "ops/GemmOp.h"
+#include "codegen/cuda/LoweredKernel.h"
+#include "ir/ArgBinding.h"
 
 namespace tp::ops {
 
@@ -28,6 +31,38 @@ std::string Problem::shape_str() const {
   return s;
 }
 
+bool Knob::accepts(int64_t v) const {
+  if (min == 0 && max == 0) return std::find(values.begin(), values.end(), v) != values.end();
+  return v >= min && v <= max;
+}
+
+void validate_knobs(const Operator& op, const Config& c, const std::string& arch) {
+  const std::vector<Knob> ks = op.knobs(arch);
+  for (const auto& [k, v] : c) {
+    auto it = std::find_if(ks.begin(), ks.end(), [&](const Knob& x) { return x.name == k; });
+    if (it == ks.end()) {
+      std::string known;
+      for (const Knob& x : ks)
+        known += (known.empty() ? "" : ", ") + x.name;
+      user_error() << op.name() << ": unknown config knob '" << k << "'" << (arch == "cpu" ? "" : " on " + arch)
+                   << "; the knobs are " << known << " (see `tilepilot ops`)";
+    }
+    if (!it->accepts(v)) {
+      std::ostringstream range;
+      if (it->min == 0 && it->max == 0) {
+        for (size_t i = 0; i < it->values.size(); ++i)
+          range << (i ? ", " : "") << it->values[i];
+        range << " (one of these)";
+      } else {
+        range << "[" << it->min << ", " << it->max << "]";
+      }
+      user_error() << op.name() << ": config " << k << "=" << v << " is out of range"
+                   << (arch == "cpu" ? "" : " on " + arch) << "; " << k << " takes "
+                   << range.str() << ": " << it->help;
+    }
+  }
+}
+
 std::pair<double, double> Operator::tolerance(DType t) const {
   switch (t) {
   case DType::bf16:
@@ -39,20 +74,84 @@ std::pair<double, double> Operator::tolerance(DType t) const {
   }
 }
 
-const Operator& find_operator(const std::string& name) {
-  for (const Operator* op : all_operators())
-    if (op->name() == name) return *op;
-  std::string known;
-  for (const Operator* op : all_operators())
-    known += (known.empty() ? "" : ", ") + op->name();
-  user_error() << "unknown operator '" << name << "'; known operators: " << known;
-  std::abort();
+Problem Operator::problem_for(const std::vector<std::vector<int64_t>>&, const std::vector<DType>&,
+                              const std::map<std::string, std::string>&) const {
+  user_error() << name() << " cannot be called on tensors: the operator does not say how its "
+               << "tensors' shapes make a problem (Operator::problem_for)";
+  return {};
 }
 
-std::vector<const Operator*> all_operators() {
-  static GemmOp gemm;
-  static AttentionOp attention;
-  return {&gemm, &attention};
+Problem Operator::problem_from_inputs(const std::vector<std::vector<int64_t>>&,
+                                      const std::vector<DType>&,
+                                      const std::map<std::string, std::string>&) const {
+  user_error() << name() << " cannot be called on input tensors alone: the operator does not "
+               << "say how its inputs' shapes make a problem (Operator::problem_from_inputs)";
+  return {};
+}
+
+std::vector<HostTensor> Operator::make_args(const Problem& p, uint64_t seed) const {
+  std::vector<HostTensor> args;
+  const std::vector<int> outs = outputs(p);
+  const std::vector<ArgSpec> specs = arg_specs(p);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    HostTensor t(specs[i].dtype, specs[i].shape);
+    if (std::count(outs.begin(), outs.end(), static_cast<int>(i)))
+      t.poison();
+    else
+      t.fill_random(seed * (specs.size() + 1) + i + 1);
+    args.push_back(std::move(t));
+  }
+  return args;
+}
+
+std::array<int64_t, 3> Operator::grid(const Problem& p, const Config& c) const {
+  Kernel k = build(p, c);
+  std::vector<ir::ArgDesc> descs;
+  for (const ArgSpec& s : arg_specs(p))
+    descs.push_back({s.dtype, s.shape});
+  ir::Binding env = ir::bind_args(k.node(), descs);
+  std::array<int64_t, 3> g{1, 1, 1};
+  for (size_t i = 0; i < k->grid.size() && i < 3; ++i)
+    g[i] = ir::eval_int(k->grid[i], env);
+  return g;
+}
+
+void Operator::run_host_framework(const Problem& p, std::vector<HostTensor>& args) const {
+  // Every output element lies in the box of exactly one block, so the blocks' boxes of any
+  // config cover the outputs; the interpreter's default config is valid for every problem.
+  const Config c = default_config(p, "cpu");
+  const std::array<int64_t, 3> g = grid(p, c);
+  for (int64_t z = 0; z < g[2]; ++z)
+    for (int64_t y = 0; y < g[1]; ++y)
+      for (int64_t x = 0; x < g[0]; ++x)
+        for (const Box& box : block_outputs(p, c, {x, y, z})) {
+          std::vector<double> ref = reference(p, args, box);
+          HostTensor& out = args.at(box.tensor);
+          const std::vector<int64_t>& shape = out.shape();
+          const size_t rank = shape.size();
+          std::vector<int64_t> idx(rank, 0);
+          for (size_t i = 0; i < ref.size(); ++i) {
+            // idx walks the box row-major; the flat index is the tensor's row-major offset.
+            int64_t flat = 0;
+            for (size_t d = 0; d < rank; ++d)
+              flat = flat * shape[d] + box.min[d] + idx[d];
+            out.set(flat, ref[i]);
+            for (size_t d = rank; d-- > 0;) {
+              if (++idx[d] < box.extent[d]) break;
+              idx[d] = 0;
+            }
+          }
+        }
+}
+
+Estimate Operator::estimate(const Problem& p, const Config& c, const std::string& arch) const {
+  // The compiler's own plan: lowering needs no NVRTC and no GPU. Registers are left to the
+  // ptxas report after compiling.
+  cuda::LoweredKernel lk = cuda::lower_kernel(build(p, c), passes::Target::parse(arch));
+  Estimate e;
+  e.smem_bytes = lk.smem_bytes;
+  e.block_threads = lk.block_threads;
+  return e;
 }
 
 std::map<std::string, std::string> parse_kv(const std::string& text, const char* what) {

@@ -7,9 +7,7 @@
 #include <tuple>
 
 #include "ops/CudaCheck.h"
-#include "ops/reference/AttentionDesc.h"
 #include "ops/reference/GpuReference.h"
-#include "perf/VendorReference.h"
 #include "runtime/Driver.h"
 #include "runtime/Launch.h"
 
@@ -25,6 +23,7 @@ struct Comparator {
   template <typename Where>
   void add(double got, double want, const Where& where) {
     ++r.checked;
+    if (std::isinf(want) && got == want) return; // -inf log-sum-exp of a row with no key
     double err = std::fabs(got - want);
     bool ok = std::isfinite(got) && err <= r.atol + r.rtol * std::fabs(want);
     if (std::isfinite(got)) {
@@ -47,56 +46,58 @@ struct Comparator {
   }
 };
 
-/// The fp32 GPU reference of the operator's main output, [count] f32.
-std::vector<float> fp32_reference(const ops::Problem& p, const std::vector<cuda::DeviceTensor>& a,
-                                  CUstream s) {
-  if (p.op == "gemm") {
-    int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
-    rt::DeviceBuffer c32(size_t(M * N) * sizeof(float));
-    ops::gpu_reference_gemm(p.dtype, p.options.at("layout"), M, N, K, a[0].ptr, a[1].ptr, c32.ptr(),
-                            s);
-    TILEPILOT_CU(rt::driver().cuStreamSynchronize(s));
-    return ops::download_f32(c32.ptr(), size_t(M * N));
+/// The outputs of `p` under the operator's fp32 GPU reference, one f32 vector per output;
+/// empty when the operator has none.
+std::vector<std::vector<float>> fp32_reference(const ops::Operator& op, const ops::Problem& p,
+                                               const std::vector<cuda::DeviceTensor>& a,
+                                               CUstream s) {
+  std::vector<rt::DeviceBuffer> bufs;
+  std::vector<DeviceTensor> outs;
+  for (int o : op.outputs(p)) {
+    const DeviceTensor& t = a.at(o);
+    bufs.emplace_back(size_t(t.numel()) * sizeof(float));
+    outs.emplace_back(static_cast<uint64_t>(bufs.back().ptr()), DType::f32, t.shape);
   }
-  ops::AttentionDesc d = ops::attention_desc(p);
-  d.lse = false; // O is what is compared; the vendor's LSE argument stays untouched
-  rt::DeviceBuffer o32(size_t(d.B * d.H * d.S * d.D) * sizeof(float));
-  ops::AttentionPtrs ptrs{a[0].ptr, a[1].ptr, a[2].ptr, o32.ptr()};
-  if (d.lens) ptrs.lens = a.back().ptr; // lens is the last parameter
-  ops::gpu_reference_attention(d, ptrs, s);
+  if (!op.gpu_reference(p, a, outs, s)) return {};
   TILEPILOT_CU(rt::driver().cuStreamSynchronize(s));
-  return ops::download_f32(o32.ptr(), o32.bytes() / sizeof(float));
+  std::vector<std::vector<float>> out;
+  for (const rt::DeviceBuffer& b : bufs)
+    out.push_back(ops::download_f32(b.ptr(), b.bytes() / sizeof(float)));
+  return out;
 }
 
-/// The unfused reference's O against the fp64 CPU reference on rows of a few (batch, head)
-/// pairs: the first, middle and last 16 rows of the first, middle and last pair.
-void compare_sampled_rows(const ops::Operator& op, const ops::Problem& p,
-                          const std::vector<HostTensor>& host, const OutputView& out,
-                          Comparator& cmp) {
-  int64_t B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
-  const int64_t rows = 16;
-  std::vector<std::pair<int64_t, int64_t>> heads = {{0, 0}, {B / 2, H / 2}, {B - 1, H - 1}};
-  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
-  for (const auto& bh : heads) {
-    const int64_t b = bh.first, h = bh.second;
-    std::vector<int64_t> starts = {0, std::max<int64_t>(0, S / 2 - rows / 2),
-                                   std::max<int64_t>(0, S - rows)};
-    std::sort(starts.begin(), starts.end());
-    int64_t done = 0; // rows below `done` were compared already (ranges may overlap)
-    for (int64_t r0 : starts) {
-      r0 = std::max(r0, done);
-      int64_t n = std::min(rows, S - r0);
-      if (n <= 0) continue;
-      done = r0 + n;
-      ops::Box box{3, {b, h, r0, 0}, {1, 1, n, D}};
+/// The outputs against the fp64 CPU reference on the boxes of a few blocks of the
+/// interpreter's default config: the first, the middle and the last.
+void compare_sampled_blocks(const ops::Operator& op, const ops::Problem& p,
+                            const std::vector<HostTensor>& host,
+                            const std::vector<HostTensor>& got, Comparator& cmp) {
+  const ops::Config c = op.default_config(p, "cpu");
+  const std::array<int64_t, 3> g = op.grid(p, c);
+  const int64_t n = g[0] * g[1] * g[2];
+  std::vector<int64_t> picks = {0, n / 2, n - 1};
+  picks.erase(std::unique(picks.begin(), picks.end()), picks.end());
+  for (int64_t i : picks) {
+    const std::array<int64_t, 3> blk{i % g[0], (i / g[0]) % g[1], i / (g[0] * g[1])};
+    for (const ops::Box& box : op.block_outputs(p, c, blk)) {
       std::vector<double> want = op.reference(p, host, box);
-      size_t offset = size_t(((b * H + h) * S + r0) * D);
-      std::vector<float> got = ops::download_f32(out.ptr + offset * sizeof(float), size_t(n * D));
-      for (size_t i = 0; i < got.size(); ++i)
-        cmp.add(got[i], want[i], [&] {
-          return "O[" + std::to_string(b) + "," + std::to_string(h) + "," +
-                 std::to_string(r0 + int64_t(i) / D) + "," + std::to_string(int64_t(i) % D) + "]";
+      const HostTensor& out = got.at(box.tensor);
+      const std::vector<int64_t>& shape = out.shape();
+      std::vector<int64_t> idx(shape.size(), 0);
+      for (size_t e = 0; e < want.size(); ++e) {
+        int64_t flat = 0;
+        for (size_t d = 0; d < shape.size(); ++d)
+          flat = flat * shape[d] + box.min[d] + idx[d];
+        cmp.add(out.get(flat), want[e], [&] {
+          std::string w = "output " + std::to_string(box.tensor) + "[";
+          for (size_t d = 0; d < shape.size(); ++d)
+            w += (d ? "," : "") + std::to_string(box.min[d] + idx[d]);
+          return w + "]";
         });
+        for (size_t d = shape.size(); d-- > 0;) {
+          if (++idx[d] < box.extent[d]) break;
+          idx[d] = 0;
+        }
+      }
     }
   }
 }
@@ -109,23 +110,34 @@ FallbackCheck check_fallback(const ops::Operator& op, const ops::Problem& p, uin
   std::tie(r.atol, r.rtol) = ops::default_tolerance(op, p);
   std::vector<HostTensor> host = op.make_args(p, seed);
   ops::DeviceArgs dev = ops::DeviceArgs::upload(host);
-  std::unique_ptr<VendorReference> ref = make_reference(p, allow_vendor);
-  r.name = ref->name();
-  r.note = ref->note();
+  ops::FrameworkOptions fo;
+  fo.allow_vendor = allow_vendor;
+  std::unique_ptr<ops::Framework> fw = op.framework(p, fo);
+  r.name = fw->name();
+  r.note = fw->note();
   rt::Stream stream;
-  ref->run(dev.tensors, stream.get());
+  fw->run(dev.tensors, stream.get());
   stream.synchronize();
-  OutputView out = ref->output(dev.tensors);
+  std::vector<HostTensor> got = host;
+  const std::vector<int> outs = op.outputs(p);
+  dev.download(got, outs);
   Comparator cmp{r};
-  if (ref->is_vendor()) {
+  // A stand-in framework may be the GPU reference itself: comparing it with itself would prove
+  // nothing, so stand-ins are held to the fp64 reference.
+  std::vector<std::vector<float>> want;
+  if (fw->is_vendor()) want = fp32_reference(op, p, dev.tensors, stream.get());
+  if (!want.empty()) {
     r.against = "fp32 GPU reference";
-    std::vector<float> want = fp32_reference(p, dev.tensors, stream.get());
-    std::vector<float> got = ops::download_as_f32(out.ptr, out.count, out.dtype);
-    for (size_t i = 0; i < got.size(); ++i)
-      cmp.add(got[i], want[i], [&] { return "flat index " + std::to_string(i); });
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const HostTensor& t = got[outs[o]];
+      for (size_t i = 0; i < want[o].size(); ++i)
+        cmp.add(t.get(static_cast<int64_t>(i)), want[o][i], [&] {
+          return "output " + std::to_string(outs[o]) + " flat index " + std::to_string(i);
+        });
+    }
   } else {
-    r.against = "fp64 CPU reference (sampled rows)";
-    compare_sampled_rows(op, p, host, out, cmp);
+    r.against = "fp64 CPU reference (sampled blocks)";
+    compare_sampled_blocks(op, p, host, got, cmp);
   }
   cmp.finish();
   return r;

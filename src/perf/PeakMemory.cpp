@@ -7,7 +7,6 @@
 
 #include "ops/CudaCheck.h"
 #include "perf/OursKernel.h"
-#include "perf/VendorReference.h"
 #include "runtime/AllocationStats.h"
 #include "runtime/Driver.h"
 #include "runtime/Launch.h"
@@ -56,7 +55,7 @@ PeakMemory measure_peak_memory(const ops::Operator& op, const ops::Problem& p, c
   });
   r.reference = measure_path([&](const auto& sample) {
     ops::DeviceArgs dev = ops::DeviceArgs::upload(host);
-    std::unique_ptr<VendorReference> ref = make_reference(p);
+    std::unique_ptr<ops::Framework> ref = op.framework(p, {});
     r.reference_name = ref->name();
     rt::Stream s;
     ref->run(dev.tensors, s.get());

@@ -4,7 +4,6 @@
 
 #include "ops/CudaCheck.h"
 #include "perf/OursKernel.h"
-#include "perf/VendorReference.h"
 #include "runtime/Driver.h"
 #include "tilepilot/runtime.h"
 
@@ -46,9 +45,9 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   if (o.compile_timing) r.compile = measure_compile(op, p, c, r.arch, dev.tensors);
   OursKernel ours =
       r.compile ? OursKernel(r.compile->kernel, dev.tensors) : OursKernel(op, p, c, dev.tensors);
-  std::unique_ptr<VendorReference> ref;
+  std::unique_ptr<ops::Framework> ref;
   try {
-    ref = make_reference(p);
+    ref = op.framework(p, {});
     r.ref_name = ref->name();
     r.ref_note = ref->note();
   } catch (const UserError& e) {

@@ -40,7 +40,51 @@ public:
   std::vector<std::pair<std::string, std::string>> shape_keys() const override {
     return base_.shape_keys();
   }
-  std::vector<ops::Knob> knobs() const override { return base_.knobs(); }
+  std::vector<ops::Knob> knobs(const std::string& arch) const override {
+    return base_.knobs(arch);
+  }
+  ops::Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
+                           const std::vector<DType>& dtypes,
+                           const std::map<std::string, std::string>& options) const override {
+    return base_.problem_for(shapes, dtypes, options);
+  }
+  ops::Problem problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                   const std::vector<DType>& dtypes,
+                                   const std::map<std::string, std::string>& options) const override {
+    return base_.problem_from_inputs(shapes, dtypes, options);
+  }
+  std::map<std::string, std::string> example_shape() const override {
+    return base_.example_shape();
+  }
+  std::string variant_label(const ops::Problem& p) const override {
+    return base_.variant_label(p);
+  }
+  std::vector<ops::ArgSpec> arg_specs(const ops::Problem& p) const override {
+    return base_.arg_specs(p);
+  }
+  bool gpu_reference(const ops::Problem& p, const std::vector<DeviceTensor>& a,
+                     const std::vector<DeviceTensor>& out, Stream s) const override {
+    return base_.gpu_reference(p, a, out, s);
+  }
+  std::string framework_name() const override { return base_.framework_name(); }
+  std::unique_ptr<ops::Framework> framework(const ops::Problem& p,
+                                            const ops::FrameworkOptions& o) const override {
+    return base_.framework(p, o);
+  }
+  void run_host_framework(const ops::Problem& p, std::vector<HostTensor>& args) const override {
+    base_.run_host_framework(p, args);
+  }
+  std::set<std::string> exact_keys() const override { return base_.exact_keys(); }
+  ops::Problem tuning_problem(const ops::Problem& p) const override {
+    return base_.tuning_problem(p);
+  }
+  ops::Estimate estimate(const ops::Problem& p, const ops::Config& c,
+                         const std::string& arch) const override {
+    return base_.estimate(p, c, arch);
+  }
+  double score(const ops::Problem& p, const ops::Config& c, int sm_count) const override {
+    return base_.score(p, c, sm_count);
+  }
   ops::Problem parse(const std::map<std::string, std::string>& kv, DType t) const override {
     return base_.parse(kv, t);
   }

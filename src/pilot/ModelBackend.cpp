@@ -31,9 +31,11 @@ double distance(const ops::Problem& a, const ops::Problem& b) {
 
 bool same_kind(const ops::Problem& a, const ops::Problem& b) {
   if (a.op != b.op || a.dtype != b.dtype || a.options != b.options) return false;
-  // Attention configs depend on the head dim and the mask; never borrow across those.
-  for (const char* k : {"D", "causal", "lse"})
-    if (a.get(k, -1) != b.get(k, -1)) return false;
+  // Keys that choose a different kernel (a head dim, a mask) are never borrowed across.
+  const ops::Operator& op = ops::find_operator(a.op);
+  const ops::Problem ta = op.tuning_problem(a), tb = op.tuning_problem(b);
+  for (const std::string& k : op.exact_keys())
+    if (ta.get(k, -1) != tb.get(k, -1)) return false;
   return true;
 }
 

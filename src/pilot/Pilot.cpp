@@ -32,10 +32,7 @@ uint64_t case_seed(uint64_t spec_seed, uint64_t index) {
 }
 
 std::string mask_of(const ops::Problem& p) {
-  if (p.op != "attention") return "none";
-  bool causal = p.get("causal", 0) != 0, lens = p.options.count("lens") > 0;
-  if (causal && lens) return "causal+padded";
-  return causal ? "causal" : lens ? "padded" : "none";
+  return ops::find_operator(p.op).variant_label(p);
 }
 
 bool progress_enabled(ProgressMode m) {

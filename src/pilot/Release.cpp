@@ -15,7 +15,7 @@ namespace tp::pilot {
 namespace {
 
 std::string default_fallback(const std::string& op) {
-  return op == "gemm" ? "cuBLASLt" : "cuDNN fused attention (else the unfused reference)";
+  return ops::find_operator(op).framework_name();
 }
 
 nlohmann::json stage_data(const PilotRun& r, const std::string& name) {

@@ -161,7 +161,7 @@ TEST(GpuDispatch, WithoutCudnnTheUnfusedReferenceRuns) {
   OnDevice g(args, 3);
   attention_on(d, g, p);
   EXPECT_MATCHES_REFERENCE(p, args, g.get(3));
-  EXPECT_EQ(d.counters("attention").fallback_impl["unfused GPU reference"], 1);
+  EXPECT_EQ(d.counters("attention").fallback_impl["unfused fp32 GPU reference"], 1);
   bool said = false;
   for (const auto& l : log)
     said |= l.find("cuDNN is unavailable") != std::string::npos;

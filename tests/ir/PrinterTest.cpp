@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/IRPrinter.h"
-#include "ops/GemmOp.h"
+#include "ops/gemm/GemmOp.h"
 
 using namespace tp;
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include "runtime/DeviceConvert.h"
+
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "dispatch/DeviceRun.h"
@@ -183,5 +185,5 @@ TEST(LlamaKernels, LowerAndCompileForSm90aAtLlama3Sizes) {
 TEST(LlamaKernels, HandWrittenHelperKernelsCompileForSm90a) {
   std::string why;
   if (!rt::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC: " << why;
-  EXPECT_NO_THROW(dispatch::compile_convert_kernel("sm_90a"));
+  EXPECT_NO_THROW(rt::compile_convert_kernel("sm_90a"));
 }

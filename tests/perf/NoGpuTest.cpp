@@ -7,7 +7,6 @@
 #include "perf/FallbackCheck.h"
 #include "perf/PeakMemory.h"
 #include "perf/SideBySide.h"
-#include "perf/VendorReference.h"
 #include "tilepilot/runtime.h"
 
 using namespace tp;
@@ -40,13 +39,14 @@ TEST(PerfWithoutGpu, MeasurementsSayTheyNeedAGpu) {
   EXPECT_NE(m.find("CUDA driver"), std::string::npos) << m;
   m = message_of([&] { perf::check_fallback(gemm, p); });
   EXPECT_NE(m.find("CUDA driver"), std::string::npos) << m;
-  m = message_of([&] { perf::make_reference(p); });
-  EXPECT_NE(m.find("cuBLASLt) cannot run here"), std::string::npos) << m;
+  // Without cuBLASLt's GPU the framework operator is the fp32 GPU reference, which needs one too.
+  m = message_of([&] { gemm.framework(p, {})->run({}, nullptr); });
+  EXPECT_FALSE(m.empty());
 }
 
 TEST(PerfWithoutGpu, NoVendorReferenceForF32) {
-  std::string m = message_of([&] { perf::make_reference(gemm_problem(DType::f32)); });
-  EXPECT_NE(m.find("used for bf16 and f16 only; use --dtype bf16"), std::string::npos) << m;
-  m = message_of([&] { perf::make_reference(gemm_problem(), /*allow_vendor=*/false); });
-  EXPECT_NE(m.find("no reference other than cuBLASLt"), std::string::npos) << m;
+  const ops::Operator& gemm = ops::find_operator("gemm");
+  std::string m = message_of([&] { gemm.framework(gemm_problem(DType::f32), {}); });
+  EXPECT_NE(m.find("no framework operator runs f32"), std::string::npos) << m;
+  EXPECT_NE(m.find("use --dtype bf16"), std::string::npos) << m;
 }

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "VendorTestUtil.h"
-#include "ops/AttentionOp.h"
+#include "ops/attention/AttentionOp.h"
 #include "ops/reference/GpuReference.h"
 #include "ops/vendor/CudnnAttention.h"
 #include "runtime/Driver.h"

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "VendorTestUtil.h"
-#include "ops/GemmOp.h"
+#include "ops/gemm/GemmOp.h"
 #include "ops/reference/GpuReference.h"
 #include "ops/vendor/CublasLt.h"
 #include "runtime/Driver.h"

@@ -129,7 +129,7 @@ void run_bench(const Args& a, int* rc) {
 void add_bench_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("bench", "time ours and the framework reference side by side");
   auto a = std::make_shared<Args>();
-  cmd->add_option("op", a->op, "operator: gemm | attention")->required();
+  cmd->add_option("op", a->op, "operator (see `tilepilot ops`)")->required();
   cmd->add_option("--shape", a->shape, "problem, e.g. M=4096,N=4096,K=4096")->required();
   cmd->add_option("--dtype", a->dtype, "bf16 | f16 (the vendor references run these)");
   cmd->add_option("--config", a->config, "knobs (default: the operator's for the GPU)");

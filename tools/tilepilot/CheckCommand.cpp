@@ -18,7 +18,7 @@ void add_check_command(CLI::App& app, int* rc) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("op", a->op, "operator: gemm | attention")->required();
+  cmd->add_option("op", a->op, "operator (see `tilepilot ops`)")->required();
   cmd->add_option("--shape", a->shape, "problem, e.g. M=77,N=45,K=133")->required();
   cmd->add_option("--dtype", a->dtype, "bf16 | f16 | f32");
   cmd->add_option("--backend", a->backend, "cpu (interpreter) | cuda");

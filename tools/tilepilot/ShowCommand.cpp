@@ -28,14 +28,10 @@ void add_show_command(CLI::App& app, int* rc) {
   cmd->callback([a, rc] {
     const ops::Operator& op = ops::find_operator(a->op);
     auto kv = ops::parse_kv(a->shape, "--shape");
-    // Sizes are symbolic in the kernel; fill required keys so the problem validates.
-    for (const char* k : {"M", "N", "K", "B", "H", "S"})
-      kv.try_emplace(k, "128");
-    kv.try_emplace("D", "128");
-    std::map<std::string, std::string> mine;
-    for (const auto& [k, help] : op.shape_keys())
-      if (kv.count(k)) mine[k] = kv[k];
-    ops::Problem p = op.parse(mine, parse_dtype_or_fail(a->dtype));
+    // Sizes are symbolic in the kernel; the operator's example fills the keys not given.
+    for (const auto& [k, v] : op.example_shape())
+      kv.try_emplace(k, v);
+    ops::Problem p = op.parse(kv, parse_dtype_or_fail(a->dtype));
     const passes::Target target = passes::Target::parse(a->arch);
     ops::Config c =
         a->config.empty() ? op.default_config(p, target.arch) : ops::parse_config(a->config);
@@ -43,7 +39,10 @@ void add_show_command(CLI::App& app, int* rc) {
         a->stage != "resources")
       user_error() << "unknown --stage '" << a->stage
                    << "'; use ir, lowered, cuda, ptx or resources";
-    if (!a->config.empty()) op.validate(p, c);
+    if (!a->config.empty()) {
+      op.validate(p, c);
+      ops::validate_knobs(op, c, target.arch);
+    }
     // Knobs the arch lacks and problems without a GPU kernel are refused before lowering
     // (NVRTC's log would bury the reason).
     if (pilot::arch_problem(target.arch).empty())

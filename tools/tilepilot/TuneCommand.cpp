@@ -185,7 +185,7 @@ void add_tune_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand("tune", "search an operator's config space on the GPU");
   auto a = std::make_shared<Args>();
   auto sp = std::make_shared<TuneSpecArgs>();
-  auto* op = cmd->add_option("op", a->op, "operator: gemm | attention");
+  auto* op = cmd->add_option("op", a->op, "operator (see `tilepilot ops`)");
   auto* shape = cmd->add_option("--shape", a->shape, "problem, e.g. M=4096,N=4096,K=4096");
   cmd->add_option("--spec", sp->spec,
                   "tune every shape of a pilot spec instead (per-shape budget, default 30 s), "

@@ -11,6 +11,7 @@
 #include "pilot/SpecReader.h"
 #include "runtime/BuildInfo.h"
 #include "tilepilot/error.h"
+#include "tilepilot/plugin.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"TilePilot: tile-language GPU kernels and the operator pilot"};
@@ -18,6 +19,13 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version",
                        std::string(TILEPILOT_VERSION) + " (" + tp::rt::build_git_commit() + ")");
   int rc = 0;
+  // Plug-ins register operators before any command runs, so they are loaded from argv below
+  // (before parsing); the option is declared here so that it is accepted and documented.
+  std::vector<std::string> plugin_paths;
+  app.add_option("--plugin", plugin_paths,
+                 "shared library of a user's operators (repeatable; also $TILEPILOT_PLUGINS, "
+                 "paths separated by ':')")
+      ->type_name("PATH.so");
   // `tilepilot tune` and adaptive config choice find the CUDA backend's tuning hooks through
   // the registry; registered here, explicitly, because a static initialiser in the core library
   // would be dropped by the linker.
@@ -30,15 +38,19 @@ int main(int argc, char** argv) {
   tp::cli::add_pilot_commands(app, &rc);
   tp::cli::add_model_command(app, &rc);
   // An unknown command gets a list and a suggestion, not CLI11's "arguments were not expected".
-  if (argc > 1 && argv[1][0] != '-') {
+  int first = 1; // the command's position, after any --plugin PATH
+  while (first < argc && (std::string(argv[first]) == "--plugin" ||
+                          std::string(argv[first]).rfind("--plugin=", 0) == 0))
+    first += std::string(argv[first]) == "--plugin" ? 2 : 1;
+  if (first < argc && argv[first][0] != '-') {
     std::vector<std::string> names;
     for (const CLI::App* sc : app.get_subcommands([](const CLI::App*) { return true; }))
       names.push_back(sc->get_name());
-    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-      std::string near = tp::pilot::closest_key(argv[1], names), list;
+    if (std::find(names.begin(), names.end(), argv[first]) == names.end()) {
+      std::string near = tp::pilot::closest_key(argv[first], names), list;
       for (const auto& n : names)
         list += (list.empty() ? "" : ", ") + n;
-      std::cerr << "tilepilot: error: unknown command '" << argv[1] << "'; "
+      std::cerr << "tilepilot: error: unknown command '" << argv[first] << "'; "
                 << (near.empty() ? "" : "did you mean '" + near + "'? ") << "commands: " << list
                 << " (see tilepilot --help)\n";
       return 2;
@@ -54,6 +66,17 @@ int main(int argc, char** argv) {
     return "tilepilot" + (name.empty() ? std::string() : " " + name);
   };
   try {
+    tp::ops::load_env_plugins();
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--plugin") {
+        if (i + 1 >= argc)
+          tp::user_error() << "--plugin needs the path of a plug-in's shared library";
+        tp::ops::load_plugin(argv[++i]);
+      } else if (arg.rfind("--plugin=", 0) == 0) {
+        tp::ops::load_plugin(arg.substr(9));
+      }
+    }
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);

@@ -12,17 +12,14 @@
 #include "codegen/cuda/LoweredKernel.h"
 #include "runtime/DeviceBuffer.h"
 #include "runtime/Jit.h"
+#include "tilepilot/device.h"
 
 namespace tp::cuda {
 
-/// A device tensor argument: its memory, dtype, shape and strides (elements, outermost first;
-/// empty = row-major contiguous, the only kind a parameter not declared strided takes).
-struct DeviceTensor {
-  CUdeviceptr ptr = 0;
-  DType dtype = DType::f32;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides = {};
-};
+/// A device tensor argument (tilepilot/device.h): memory, dtype, shape and strides (elements,
+/// outermost first; empty = row-major contiguous, the only kind a parameter not declared
+/// strided takes). One type from the public API down to the launch.
+using DeviceTensor = tp::DeviceTensor;
 
 /// Phases of getting a kernel ready to launch, in seconds.
 struct CompileTimings {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "ops/AttentionOp.h"
+#include "ops/attention/AttentionOp.h"
 #include "tilepilot/error.h"
 
 namespace tp::ops {
@@ -75,6 +75,7 @@ AttentionDesc attention_desc(const Problem& p) {
   d.causal = p.get("causal", 0) != 0;
   d.lse = p.get("lse", 0) != 0;
   d.lens = p.options.count("lens") > 0;
+  if (p.options.count("scale")) d.scale = std::stod(p.options.at("scale"));
   return d;
 }
 

@@ -1,5 +1,5 @@
 // How an attention implementation is called on device buffers: the problem (AttentionOp's
-// semantics, see ops/AttentionOp.h), element strides of Q, K, V, O and the device pointers.
+// semantics, see ops/attention/AttentionOp.h), element strides of Q, K, V, O and the device pointers.
 // Shared by the GPU fp32 reference, cuDNN attention and the benchmarks.
 #pragma once
 #include <array>

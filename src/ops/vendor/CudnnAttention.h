@@ -1,5 +1,5 @@
 // cuDNN's fused scaled-dot-product attention forward, loaded at run time: the attention speed
-// baseline and fallback. Semantics are AttentionOp's (see ops/AttentionOp.h and AttentionDesc):
+// baseline and fallback. Semantics are AttentionOp's (see ops/attention/AttentionOp.h and AttentionDesc):
 // bf16/f16, [B, heads, seq, D] with arbitrary strides, causal bottom-right, grouped heads,
 // per-batch key lengths, optional natural-log LSE, any scale. The graph is described in
 // CudnnSdpaGraph.h. Which combinations run depends on the loaded cuDNN; supports() says, in

@@ -1,6 +1,6 @@
 // The attention operator: its tile-language kernel (online softmax in the log2 domain), fp64
 // reference and problem handling.
-#include "ops/AttentionOp.h"
+#include "ops/attention/AttentionOp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -131,21 +131,36 @@ std::vector<std::pair<std::string, std::string>> AttentionOp::shape_keys() const
           {"Hkv", "key/value heads, dividing H (default H)"},
           {"causal", "0 or 1: bottom-right aligned causal mask (default 0)"},
           {"lse", "0 or 1: also output the log-sum-exp [B, H, S] (default 0)"},
+          {"scale", "softmax scale (default 1/sqrt(D))"},
           {"lens", "per-batch key lengths, colon-separated (e.g. lens=5:77:3), each <= Skv"}};
 }
 
-std::vector<Knob> AttentionOp::knobs() const {
-  return {{"bm", {64, 128, 192}, "query rows per block (192: three consumer warpgroups)"},
-          {"bn", {32, 64, 128}, "keys per iteration"},
-          {"stages", {1, 2, 3}, "pipeline depth"},
-          {"threads", {128, 256, 384}, "threads per block"},
-          {"persistent", {0, 1}, "1: one block per SM loops over tiles (sm_90a TMA)"},
-          {"pingpong", {0, 1}, "1: consumer warpgroups alternate gemms and softmax (sm_90a)"},
-          {"overlap", {0, 1}, "1: P.V of block j-1 runs during block j's softmax (sm_90a)"}};
+std::vector<Knob> AttentionOp::knobs(const std::string& arch) const {
+  const bool hopper = arch == "sm_90a";
+  // The interpreter ("cpu") takes every config some GPU arch takes.
+  const bool tma = arch != "sm_80";
+  return {
+      {"bm", {64, 128, 192}, "query rows per block (a multiple of 16; 192: three consumer "
+                             "warpgroups)", 16, 512},
+      {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, 512},
+      {"stages", {1, 2, 3}, "pipeline depth", 1, 4},
+      {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024},
+      // The persistent schedule exists for warp-specialized (TMA) kernels only.
+      {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
+      // Ping-pong turns were slower than free-running warpgroups on 7 of 8 shapes (6-14 %,
+      // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
+      {"pingpong", {0}, "1: consumer warpgroups alternate gemms and the row statistics (sm_90a)",
+       0, tma ? 1 : 0},
+      // The deferred second gemm (overlap=1) is the sm_90a default; it needs warp-specialized
+      // TMA kernels.
+      {"overlap", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
-  reject_unknown(kv, {"B", "H", "S", "D", "Skv", "Hkv", "causal", "lse", "lens"}, "attention");
+  reject_unknown(kv, {"B", "H", "S", "D", "Skv", "Hkv", "causal", "lse", "lens", "scale"},
+                 "attention");
   const std::string ex = "B=2,H=8,S=1024,D=128,causal=1";
   Problem p;
   p.op = "attention";
@@ -188,6 +203,18 @@ Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType d
                    << "; give one key length per batch, colon-separated";
     p.options["lens"] = kv.at("lens");
   }
+  if (kv.count("scale")) {
+    double x = -1;
+    try {
+      size_t pos;
+      x = std::stod(kv.at("scale"), &pos);
+      if (pos != kv.at("scale").size()) x = -1;
+    } catch (const std::exception&) {}
+    if (!(x > 0) || !std::isfinite(x))
+      user_error() << "attention: scale=" << kv.at("scale")
+                   << " must be a positive finite number (default 1/sqrt(D))";
+    if (x != 1.0 / std::sqrt(static_cast<double>(D))) p.options["scale"] = kv.at("scale");
+  }
   return p;
 }
 
@@ -211,22 +238,13 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
 }
 
 void AttentionOp::validate(const Problem&, const Config& c) const {
-  for (const auto& [k, v] : c)
-    if (k != "bm" && k != "bn" && k != "stages" && k != "threads" && k != "persistent" &&
-        k != "pingpong" && k != "overlap")
-      user_error() << "attention: unknown config knob '" << k << "'; see `tilepilot ops`";
+  // Ranges are the knobs' own (validate_knobs); these are the rules between knobs.
   for (const char* k : {"bm", "bn", "stages", "threads"})
     if (!c.count(k)) user_error() << "attention: config is missing " << k;
-  if (c.at("bm") % 16 || c.at("bn") % 16 || c.at("bm") <= 0 || c.at("bn") <= 0)
-    user_error() << "attention: bm and bn must be positive multiples of 16";
-  if (c.at("stages") < 1 || c.at("stages") > 4)
-    user_error() << "attention: stages must be in [1, 4]";
-  if (c.count("persistent") && c.at("persistent") != 0 && c.at("persistent") != 1)
-    user_error() << "attention: persistent must be 0 or 1, got " << c.at("persistent");
-  if (c.count("pingpong") && c.at("pingpong") != 0 && c.at("pingpong") != 1)
-    user_error() << "attention: pingpong must be 0 or 1, got " << c.at("pingpong");
-  if (c.count("overlap") && c.at("overlap") != 0 && c.at("overlap") != 1)
-    user_error() << "attention: overlap must be 0 or 1, got " << c.at("overlap");
+  validate_knobs(*this, c, "cpu");
+  if (c.at("bm") % 16 || c.at("bn") % 16)
+    user_error() << "attention: bm and bn must be positive multiples of 16, got "
+                 << config_str(c);
 }
 
 AttentionVariant AttentionOp::variant(const Problem& p) {
@@ -236,6 +254,7 @@ AttentionVariant AttentionOp::variant(const Problem& p) {
   v.causal = p.get("causal", 0) != 0;
   v.lse = p.get("lse", 0) != 0;
   v.lens = p.options.count("lens") > 0;
+  if (p.options.count("scale")) v.scale = std::stod(p.options.at("scale"));
   return v;
 }
 
@@ -254,6 +273,20 @@ Kernel AttentionOp::build(const Problem& p, const Config& c) const {
   return attention_kernel(variant(p), c);
 }
 
+std::vector<ArgSpec> AttentionOp::arg_specs(const Problem& p) const {
+  int64_t B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
+  int64_t Skv = p.at("Skv"), Hkv = p.at("Hkv");
+  std::vector<ArgSpec> a = {{p.dtype, {B, H, S, D}},
+                            {p.dtype, {B, Hkv, Skv, D}},
+                            {p.dtype, {B, Hkv, Skv, D}},
+                            {p.dtype, {B, H, S, D}}};
+  if (p.get("lse", 0)) a.push_back({DType::f32, {B, H, S}});
+  if (p.options.count("lens")) a.push_back({DType::i32, {B}});
+  return a;
+}
+
+// The operator's own seeds keep recorded repro seeds replaying the same inputs; lens holds the
+// problem's lengths, not random values.
 std::vector<HostTensor> AttentionOp::make_args(const Problem& p, uint64_t seed) const {
   int64_t B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
   int64_t Skv = p.at("Skv"), Hkv = p.at("Hkv");
@@ -287,7 +320,8 @@ std::vector<double> AttentionOp::reference(const Problem& p, const std::vector<H
                                            const Box& box) const {
   int64_t H = p.at("H"), S = p.at("S"), D = p.at("D"), Skv = p.at("Skv"), Hkv = p.at("Hkv");
   bool causal = p.get("causal", 0) != 0;
-  double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const double scale = p.options.count("scale") ? std::stod(p.options.at("scale"))
+                                               : 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<int64_t> L = key_lengths(p);
   bool want_lse = box.tensor == 4;
   int64_t b = box.min[0], h = box.min[1], hk = h / (H / Hkv);
@@ -360,10 +394,6 @@ std::vector<Box> AttentionOp::block_outputs(const Problem& p, const Config& c,
   return out;
 }
 
-std::array<int64_t, 3> AttentionOp::grid(const Problem& p, const Config& c) const {
-  return {(p.at("S") + c.at("bm") - 1) / c.at("bm"), p.at("H"), p.at("B")};
-}
-
 double AttentionOp::flops(const Problem& p) const {
   // Two matmuls of 2 * D flops for every visible (query, key) pair.
   int64_t S = p.at("S"), H = p.at("H"), D = p.at("D");
@@ -392,6 +422,57 @@ double AttentionOp::min_bytes(const Problem& p) const {
   double B = p.at("B"), H = p.at("H"), S = p.at("S"), D = p.at("D");
   double Skv = p.at("Skv"), Hkv = p.at("Hkv");
   return (2 * B * H * S * D + 2 * B * Hkv * Skv * D) * dtype_bytes(p.dtype);
+}
+
+} // namespace tp::ops
+
+namespace tp::ops {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+} // namespace
+
+Problem AttentionOp::problem_for(const std::vector<std::vector<int64_t>>& shapes,
+                                 const std::vector<DType>& dtypes,
+                                 const std::map<std::string, std::string>& options) const {
+  if (shapes.size() != 4 || dtypes.size() != 4)
+    user_error() << "attention: takes four tensors (Q, K, V, O), got " << shapes.size();
+  const DType dtype = dtypes[0];
+  if (dtypes[1] != dtype || dtypes[2] != dtype || dtypes[3] != dtype)
+    user_error() << "attention: Q is " << dtype_name(dtype) << " but K, V, O are "
+                 << dtype_name(dtypes[1]) << ", " << dtype_name(dtypes[2]) << ", "
+                 << dtype_name(dtypes[3]) << "; use one dtype for all four";
+  const auto &q = shapes[0], &k = shapes[1], &v = shapes[2], &o = shapes[3];
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || o.size() != 4)
+    user_error() << "attention: Q, K, V, O must be 4-d [batch, heads, seq, D], got Q "
+                 << shape_text(q) << ", K " << shape_text(k) << ", V " << shape_text(v) << ", O "
+                 << shape_text(o);
+  if (k != v || o != q || k[0] != q[0] || k[3] != q[3])
+    user_error() << "attention: shapes do not agree: Q " << shape_text(q) << ", K " << shape_text(k)
+                 << ", V " << shape_text(v) << ", O " << shape_text(o)
+                 << "; need Q, O [B, H, S, D] and K, V [B, Hkv, Skv, D]";
+  const std::string causal = options.count("causal") ? options.at("causal") : "0";
+  return parse({{"B", std::to_string(q[0])},
+                {"H", std::to_string(q[1])},
+                {"S", std::to_string(q[2])},
+                {"D", std::to_string(q[3])},
+                {"Hkv", std::to_string(k[1])},
+                {"Skv", std::to_string(k[2])},
+                {"causal", causal}},
+               dtype);
+}
+
+std::string AttentionOp::variant_label(const Problem& p) const {
+  bool causal = p.get("causal", 0) != 0, lens = p.options.count("lens") > 0;
+  if (causal && lens) return "causal+padded";
+  return causal ? "causal" : lens ? "padded" : "none";
 }
 
 } // namespace tp::ops

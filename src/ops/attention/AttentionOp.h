@@ -28,22 +28,45 @@ public:
   std::string name() const override { return "attention"; }
   std::string summary() const override;
   std::vector<std::pair<std::string, std::string>> shape_keys() const override;
-  std::vector<Knob> knobs() const override;
   Problem parse(const std::map<std::string, std::string>& kv, DType dtype) const override;
+  std::map<std::string, std::string> example_shape() const override {
+    return {{"B", "1"}, {"H", "1"}, {"S", "128"}, {"D", "128"}};
+  }
+  Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
+                      const std::vector<DType>& dtypes,
+                      const std::map<std::string, std::string>& options) const override;
+  std::string variant_label(const Problem& p) const override;
+
+  std::vector<Knob> knobs(const std::string& arch) const override;
   Config default_config(const Problem& p, const std::string& arch) const override;
   void validate(const Problem& p, const Config& c) const override;
+
   Kernel build(const Problem& p, const Config& c) const override;
+  std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem& p) const override;
-  std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& args,
-                                const Box& box) const override;
   std::vector<Box> block_outputs(const Problem& p, const Config& c,
                                  const std::array<int64_t, 3>& block) const override;
-  std::array<int64_t, 3> grid(const Problem& p, const Config& c) const override;
   double flops(const Problem& p) const override;
-  int64_t reduction_length(const Problem& p) const override { return p.at("D"); }
-  std::string unsupported_on(const Problem& p, const std::string& arch) const override;
   double min_bytes(const Problem& p) const override;
+  std::string unsupported_on(const Problem& p, const std::string& arch) const override;
+
+  std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& args,
+                                const Box& box) const override;
+  int64_t reduction_length(const Problem& p) const override { return p.at("D"); }
+  bool gpu_reference(const Problem& p, const std::vector<DeviceTensor>& args,
+                     const std::vector<DeviceTensor>& out_f32, Stream s) const override;
+
+  std::string framework_name() const override {
+    return "cuDNN fused attention (else the unfused reference)";
+  }
+  std::unique_ptr<Framework> framework(const Problem& p,
+                                       const FrameworkOptions& o) const override;
+
+  std::set<std::string> exact_keys() const override { return {"D", "causal", "lse", "group"}; }
+  Problem tuning_problem(const Problem& p) const override;
+  Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const override;
+  double score(const Problem& p, const Config& c, int sm_count) const override;
 
   static AttentionVariant variant(const Problem& p);
   /// Per-batch key lengths: from the lens option, or Skv for every batch.

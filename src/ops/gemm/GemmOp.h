@@ -1,0 +1,55 @@
+// GEMM: C[M, N] = op(A) * op(B), bf16/f16 (or f32) inputs, f32 accumulation, output in the input
+// dtype. Layouts: nn (A [M, K], B [K, N]), nt (B given as [N, K]), tn (A given as [K, M]).
+// The framework operator is cuBLASLt (GemmFramework.cpp); the tuner's cost model is in
+// GemmTuning.cpp.
+#pragma once
+#include "ops/Operator.h"
+
+namespace tp::ops {
+
+/// The tile-language GEMM kernel for a layout and config (knobs bm, bn, bk, stages, threads,
+/// swizzle). Dims M, N, K are bound at launch.
+Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c);
+
+class GemmOp : public Operator {
+public:
+  std::string name() const override { return "gemm"; }
+  std::string summary() const override;
+  std::vector<std::pair<std::string, std::string>> shape_keys() const override;
+  Problem parse(const std::map<std::string, std::string>& kv, DType dtype) const override;
+  std::map<std::string, std::string> example_shape() const override {
+    return {{"M", "128"}, {"N", "128"}, {"K", "128"}};
+  }
+  Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
+                      const std::vector<DType>& dtypes,
+                      const std::map<std::string, std::string>& options) const override;
+
+  std::vector<Knob> knobs(const std::string& arch) const override;
+  Config default_config(const Problem& p, const std::string& arch) const override;
+  void validate(const Problem& p, const Config& c) const override;
+
+  Kernel build(const Problem& p, const Config& c) const override;
+  std::vector<ArgSpec> arg_specs(const Problem& p) const override;
+  std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
+  std::vector<int> outputs(const Problem&) const override { return {2}; }
+  std::vector<Box> block_outputs(const Problem& p, const Config& c,
+                                 const std::array<int64_t, 3>& block) const override;
+  double flops(const Problem& p) const override;
+  double min_bytes(const Problem& p) const override;
+
+  std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& args,
+                                const Box& box) const override;
+  int64_t reduction_length(const Problem& p) const override { return p.at("K"); }
+  bool gpu_reference(const Problem& p, const std::vector<DeviceTensor>& args,
+                     const std::vector<DeviceTensor>& out_f32, Stream s) const override;
+
+  std::string framework_name() const override { return "cuBLASLt"; }
+  std::unique_ptr<Framework> framework(const Problem& p,
+                                       const FrameworkOptions& o) const override;
+  void run_host_framework(const Problem& p, std::vector<HostTensor>& args) const override;
+
+  Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const override;
+  double score(const Problem& p, const Config& c, int sm_count) const override;
+};
+
+} // namespace tp::ops
