@@ -9,7 +9,7 @@
 
 namespace tp::ops::rmsnorm {
 
-inline constexpr const char* kFrameworkName = "torch eager (unfused kernels)";
+inline constexpr const char* kFrameworkName = "eager PyTorch (residual add, LlamaRMSNorm)";
 
 /// The unfused chain for `p` on the current GPU; user error without one.
 std::unique_ptr<Framework> make_framework(const Problem& p);

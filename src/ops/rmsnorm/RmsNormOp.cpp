@@ -62,6 +62,22 @@ Problem RmsNormOp::problem_for(const std::vector<std::vector<int64_t>>& shapes,
                         dtypes[0]);
 }
 
+Problem RmsNormOp::problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                       const std::vector<DType>& dtypes,
+                                       const std::map<std::string, std::string>& options) const {
+  if (shapes.size() != 2 && shapes.size() != 3)
+    user_error() << "rmsnorm: takes 2 inputs (x, w) or, with the residual, 3 (x, r, w); got "
+                 << shapes.size();
+  // The outputs take x's shape and dtype: y, and s before it with the residual.
+  std::vector<std::vector<int64_t>> all = shapes;
+  std::vector<DType> types = dtypes;
+  for (size_t i = 0; i < (shapes.size() == 3 ? 2u : 1u); ++i) {
+    all.push_back(shapes[0]);
+    types.push_back(dtypes.at(0));
+  }
+  return problem_for(all, types, options);
+}
+
 std::string RmsNormOp::variant_label(const Problem& p) const {
   return p.at("residual") ? "residual" : "none";
 }
@@ -86,6 +102,13 @@ void RmsNormOp::validate(const Problem& p, const Config& c) const {
 
 Kernel RmsNormOp::build(const Problem& p, const Config& c) const {
   return rmsnorm::build(p, c);
+}
+
+std::vector<ArgSpec> RmsNormOp::arg_specs(const Problem& p) const {
+  const std::vector<int64_t> th = {p.at("T"), p.at("H")};
+  if (p.at("residual"))
+    return {{p.dtype, th}, {p.dtype, th}, {p.dtype, {p.at("H")}}, {p.dtype, th}, {p.dtype, th}};
+  return {{p.dtype, th}, {p.dtype, {p.at("H")}}, {p.dtype, th}};
 }
 
 std::vector<HostTensor> RmsNormOp::make_args(const Problem& p, uint64_t seed) const {

@@ -1,7 +1,7 @@
 // The rmsnorm operator: RMSNorm with an optional fused residual add, as an Operator (the
 // kernel, references and framework chain are in RmsNorm.h and RmsNormFramework.h).
 #pragma once
-#include "tilepilot/operator.h"
+#include "ops/Operator.h"
 
 namespace tp::ops {
 
@@ -14,11 +14,18 @@ public:
   Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
                       const std::vector<DType>& dtypes,
                       const std::map<std::string, std::string>& options) const override;
+  Problem problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                              const std::vector<DType>& dtypes,
+                              const std::map<std::string, std::string>& options) const override;
+  std::map<std::string, std::string> example_shape() const override {
+    return {{"T", "7"}, {"H", "4096"}};
+  }
   std::string variant_label(const Problem& p) const override;
   std::vector<Knob> knobs(const std::string& arch) const override;
   Config default_config(const Problem& p, const std::string& arch) const override;
   void validate(const Problem& p, const Config& c) const override;
   Kernel build(const Problem& p, const Config& c) const override;
+  std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem& p) const override;
   std::vector<Box> block_outputs(const Problem& p, const Config& c,

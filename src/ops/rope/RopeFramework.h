@@ -10,7 +10,8 @@
 
 namespace tp::ops::rope {
 
-inline constexpr const char* kFrameworkName = "torch eager (unfused kernels)";
+inline constexpr const char* kFrameworkName =
+    "eager PyTorch (LlamaRotaryEmbedding, apply_rotary_pos_emb)";
 
 /// The unfused chain for `p` on the current GPU; user error without one.
 std::unique_ptr<Framework> make_framework(const Problem& p);

@@ -64,6 +64,15 @@ Problem RopeOp::problem_for(const std::vector<std::vector<int64_t>>& shapes,
   return rope::parse(kv, dtypes[0]);
 }
 
+Problem RopeOp::problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                    const std::vector<DType>& dtypes,
+                                    const std::map<std::string, std::string>& options) const {
+  if (shapes.size() != 3) user_error() << "rope: takes 3 inputs (q, k, pos), got " << shapes.size();
+  // q_out and k_out take q's and k's shapes and dtypes.
+  return problem_for({shapes[0], shapes[1], shapes[2], shapes[0], shapes[1]},
+                     {dtypes.at(0), dtypes.at(1), dtypes.at(2), dtypes[0], dtypes[1]}, options);
+}
+
 std::string RopeOp::variant_label(const Problem& p) const {
   return rope::llama3_scaled(p) ? "llama3" : "none";
 }
@@ -86,6 +95,12 @@ void RopeOp::validate(const Problem& p, const Config& c) const {
 
 Kernel RopeOp::build(const Problem& p, const Config& c) const {
   return rope::build(p, c);
+}
+
+std::vector<ArgSpec> RopeOp::arg_specs(const Problem& p) const {
+  const std::vector<int64_t> q = {p.at("T"), p.at("H"), p.at("D")};
+  const std::vector<int64_t> k = {p.at("T"), p.at("Hkv"), p.at("D")};
+  return {{p.dtype, q}, {p.dtype, k}, {DType::i32, {p.at("T")}}, {p.dtype, q}, {p.dtype, k}};
 }
 
 std::vector<HostTensor> RopeOp::make_args(const Problem& p, uint64_t seed) const {

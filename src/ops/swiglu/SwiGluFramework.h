@@ -10,7 +10,7 @@
 
 namespace tp::ops::swiglu {
 
-inline constexpr const char* kFrameworkName = "torch eager (unfused kernels)";
+inline constexpr const char* kFrameworkName = "eager PyTorch (F.silu(gate) * up)";
 
 /// The two-kernel chain for `p` on the current GPU; user error without one.
 std::unique_ptr<Framework> make_framework(const Problem& p);

@@ -44,6 +44,16 @@ Problem SwiGluOp::problem_for(const std::vector<std::vector<int64_t>>& shapes,
   return swiglu::parse({{"T", std::to_string(gu[0])}, {"I", std::to_string(gu[1] / 2)}}, dtypes[0]);
 }
 
+Problem SwiGluOp::problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                      const std::vector<DType>& dtypes,
+                                      const std::map<std::string, std::string>& options) const {
+  if (shapes.size() != 1 || shapes[0].size() != 2)
+    user_error() << "swiglu: takes one 2-d input gu [T, 2I]";
+  // out is [T, I] in gu's dtype.
+  return problem_for({shapes[0], {shapes[0][0], shapes[0][1] / 2}}, {dtypes.at(0), dtypes[0]},
+                     options);
+}
+
 std::vector<Knob> SwiGluOp::knobs(const std::string& arch) const {
   if (arch == "cpu")
     return {{"bm", {8}, "rows per block", 1, 64, 1},
@@ -64,6 +74,10 @@ void SwiGluOp::validate(const Problem& p, const Config& c) const {
 
 Kernel SwiGluOp::build(const Problem& p, const Config& c) const {
   return swiglu::build(p, c);
+}
+
+std::vector<ArgSpec> SwiGluOp::arg_specs(const Problem& p) const {
+  return {{p.dtype, {p.at("T"), 2 * p.at("I")}}, {p.dtype, {p.at("T"), p.at("I")}}};
 }
 
 std::vector<HostTensor> SwiGluOp::make_args(const Problem& p, uint64_t seed) const {

@@ -1,7 +1,7 @@
 // The swiglu operator: silu(gate) * up over a fused gate/up projection's output, as an
 // Operator (the kernel, references and framework chain are in SwiGlu.h and SwiGluFramework.h).
 #pragma once
-#include "tilepilot/operator.h"
+#include "ops/Operator.h"
 
 namespace tp::ops {
 
@@ -14,10 +14,17 @@ public:
   Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
                       const std::vector<DType>& dtypes,
                       const std::map<std::string, std::string>& options) const override;
+  Problem problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                              const std::vector<DType>& dtypes,
+                              const std::map<std::string, std::string>& options) const override;
+  std::map<std::string, std::string> example_shape() const override {
+    return {{"T", "7"}, {"I", "14336"}};
+  }
   std::vector<Knob> knobs(const std::string& arch) const override;
   Config default_config(const Problem& p, const std::string& arch) const override;
   void validate(const Problem& p, const Config& c) const override;
   Kernel build(const Problem& p, const Config& c) const override;
+  std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem&) const override { return {1}; }
   std::vector<Box> block_outputs(const Problem& p, const Config& c,
