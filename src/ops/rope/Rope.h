@@ -7,10 +7,11 @@
 // scaling=none. The angle, cos and sin are computed in f32 (as HF's rotary embedding does),
 // the rotation in f32 with one rounding into the dtype.
 //
-// Parameters: q, k, pos, q_out, k_out. The kernel writes separate outputs rather than
-// rotating q and k in place: a kernel's outputs are parameters of their own, so an in-place
-// caller passes q_out = q and k_out = k (each element is read before it is written, by the
-// same block).
+// Parameters: q, k, pos, q_out, k_out. HF rotates q and k "in place" (it rebinds the names to
+// new tensors); here the outputs are parameters of their own, as every kernel output is in the
+// tile language's argument model. They must not alias q and k: the generated CUDA declares
+// every pointer __restrict__. A caller that wants q rotated in place passes a scratch q_out
+// and swaps the buffers.
 #pragma once
 #include <cstdint>
 #include <map>
