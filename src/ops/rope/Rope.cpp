@@ -128,6 +128,8 @@ std::vector<double> inv_freq_f64(int64_t D, double base, bool llama3) {
 std::vector<float> inv_freq_f32(int64_t D, float base, bool llama3) {
   // HF: inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), then
   // _compute_llama3_parameters, every step a float32 tensor op (Python scalars become f32).
+  // Torch evaluates `scalar / tensor` as reciprocal(tensor) * scalar where this divides, so an
+  // entry may differ from HF's by an ulp; the kernel and the references share this table.
   const Llama3Scaling l;
   const float factor = static_cast<float>(l.factor), lff = static_cast<float>(l.low_freq_factor);
   const float hff = static_cast<float>(l.high_freq_factor);
