@@ -85,11 +85,10 @@ std::string RmsNormOp::variant_label(const Problem& p) const {
 std::vector<Knob> RmsNormOp::knobs(const std::string& arch) const {
   // The interpreter's speed does not depend on the block shape: one value each to try there.
   if (arch == "cpu")
-    return {{"rows", {1}, "rows per block", 1, 16, 1},
-            {"threads", {256}, "threads per block (a multiple of 32)", 32, 1024, 256}};
-  return {
-      {"rows", {1, 2, 4}, "rows per block", 1, 16, 1},
-      {"threads", {128, 256, 512, 1024}, "threads per block (a multiple of 32)", 32, 1024, 256}};
+    return {{"rows", {1}, "rows per block", 1, 16},
+            {"threads", {256}, "threads per block (a multiple of 32)", 32, 1024}};
+  return {{"rows", {1, 2, 4}, "rows per block", 1, 16},
+          {"threads", {128, 256, 512, 1024}, "threads per block (a multiple of 32)", 32, 1024}};
 }
 
 Config RmsNormOp::default_config(const Problem& p, const std::string& arch) const {

@@ -56,12 +56,12 @@ Problem SwiGluOp::problem_from_inputs(const std::vector<std::vector<int64_t>>& s
 
 std::vector<Knob> SwiGluOp::knobs(const std::string& arch) const {
   if (arch == "cpu")
-    return {{"bm", {8}, "rows per block", 1, 64, 1},
-            {"bn", {256}, "columns of out per block", 1, 4096, 256},
-            {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 128}};
-  return {{"bm", {1, 2, 4, 8}, "rows per block", 1, 64, 1},
-          {"bn", {128, 256, 512, 1024}, "columns of out per block", 1, 4096, 256},
-          {"threads", {32, 64, 128, 256}, "threads per block (a multiple of 32)", 32, 1024, 128}};
+    return {{"bm", {8}, "rows per block", 1, 64},
+            {"bn", {256}, "columns of out per block", 1, 4096},
+            {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024}};
+  return {{"bm", {1, 2, 4, 8}, "rows per block", 1, 64},
+          {"bn", {128, 256, 512, 1024}, "columns of out per block", 1, 4096},
+          {"threads", {32, 64, 128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
 }
 
 Config SwiGluOp::default_config(const Problem& p, const std::string& arch) const {
