@@ -3,11 +3,15 @@
 
 #include "ops/attention/AttentionOp.h"
 #include "ops/gemm/GemmOp.h"
+#include "ops/rmsnorm/RmsNormOp.h"
+#include "ops/rope/RopeOp.h"
+#include "ops/swiglu/SwiGluOp.h"
 
 namespace tp::ops {
 
 std::vector<std::shared_ptr<const Operator>> builtin_operators() {
-  return {std::make_shared<GemmOp>(), std::make_shared<AttentionOp>()};
+  return {std::make_shared<GemmOp>(), std::make_shared<AttentionOp>(),
+          std::make_shared<RmsNormOp>(), std::make_shared<SwiGluOp>(), std::make_shared<RopeOp>()};
 }
 
 } // namespace tp::ops

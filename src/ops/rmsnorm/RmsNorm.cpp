@@ -1,0 +1,146 @@
+// RMSNorm's kernel, parsing, inputs and fp64 reference (see RmsNorm.h). One block normalises
+// `rows` whole rows held in an f32 fragment: x (and r) are read once, s and y written once.
+#include "ops/rmsnorm/RmsNorm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/ParseHelpers.h"
+#include "tilepilot/error.h"
+
+namespace tp::ops::rmsnorm {
+
+Problem parse(const std::map<std::string, std::string>& kv, DType dtype) {
+  reject_unknown(kv, {"T", "H", "residual"}, "rmsnorm");
+  const std::string ex = "T=4096,H=4096,residual=1";
+  Problem p;
+  p.op = "rmsnorm";
+  p.dtype = dtype;
+  p.shape["T"] = require_positive(kv, "T", "rmsnorm", ex);
+  p.shape["H"] = require_positive(kv, "H", "rmsnorm", ex);
+  p.shape["residual"] = optional_int(kv, "residual", 0, "rmsnorm", true);
+  if (p.shape["residual"] > 1)
+    user_error() << "rmsnorm: residual=" << p.shape["residual"]
+                 << " is not 0 or 1; residual=1 adds r to x first and returns both x + r and y";
+  if (dtype != DType::bf16 && dtype != DType::f16 && dtype != DType::f32)
+    user_error() << "rmsnorm: dtype " << dtype_name(dtype)
+                 << " is not supported; use bf16, f16 or f32";
+  return p;
+}
+
+std::vector<int> outputs(const Problem& p) {
+  if (p.at("residual")) return {3, 4};
+  return {2};
+}
+
+Config default_config(const Problem& p, const std::string& arch) {
+  const int64_t H = p.at("H");
+  (void)arch; // the interpreter runs any valid config; the GPU rule serves it too
+  // About eight elements per thread: a row of 4096 takes 512 threads, 8192 the whole 1024.
+  // One row per block keeps T = 1 (decode) to one block and large T to many; a prior, not
+  // yet measured.
+  int64_t threads = std::clamp<int64_t>((H / 8 + 31) / 32 * 32, 128, 1024);
+  return {{"rows", 1}, {"threads", threads}};
+}
+
+void validate(const Problem& p, const Config& c) {
+  for (const char* k : {"rows", "threads"})
+    if (!c.count(k)) user_error() << "rmsnorm: config is missing " << k;
+  const int64_t rows = c.at("rows"), threads = c.at("threads");
+  if (rows < 1 || rows > 16) user_error() << "rmsnorm: rows=" << rows << " must be in [1, 16]";
+  if (threads % 32 || threads < 32 || threads > 1024)
+    user_error() << "rmsnorm: threads=" << threads << " must be a multiple of 32 in [32, 1024]";
+  // The rows are held in registers: beyond this they spill, and a smaller block wins anyway.
+  const int64_t per_thread = (rows * p.at("H") + threads - 1) / threads;
+  if (per_thread > kMaxPerThread)
+    user_error() << "rmsnorm: rows=" << rows << " x H=" << p.at("H") << " over threads=" << threads
+                 << " is " << per_thread << " elements per thread, more than " << kMaxPerThread
+                 << "; use fewer rows or more threads";
+}
+
+Kernel build(const Problem& p, const Config& c) {
+  validate(p, c);
+  const int64_t H = p.at("H"), rows = c.at("rows");
+  const bool residual = p.at("residual") != 0;
+  const DType dt = p.dtype;
+  Dim T("T");
+  Tensor X("x", {T, H}, dt), R("r", {T, H}, dt), W("w", {H}, dt);
+  Tensor S("s", {T, H}, dt), Y("y", {T, H}, dt);
+  Params params = residual ? Params{X, R, W, S, Y} : Params{X, W, Y};
+  std::string name = "rmsnorm_h" + std::to_string(H) + (residual ? "_residual" : "");
+  return kernel(
+      name, params, grid(ceildiv(T, rows)), threads(static_cast<int>(c.at("threads"))), [&](Var b) {
+        Expr r0 = b * rows;
+        Tile x = alloc_fragment({rows, H}, f32), sq = alloc_fragment({rows, H}, f32);
+        Tile w = alloc_fragment({H}, f32), inv = alloc_fragment({rows}, f32);
+        copy(X.tile(r0, 0), x);
+        if (residual) {
+          Tile r = alloc_fragment({rows, H}, f32);
+          copy(R.tile(r0, 0), r);
+          // s is what the caller gets back, so y must normalise s as rounded.
+          parallel({rows, H}, [&](Var i, Var j) { x(i, j) = cast(dt, x(i, j) + r(i, j)); });
+          copy(x, S.tile(r0, 0));
+        }
+        copy(W.tile(0), w);
+        parallel({rows, H}, [&](Var i, Var j) { sq(i, j) = x(i, j) * x(i, j); });
+        reduce_sum(sq, inv, 1);
+        // Rows past T read zeros: rsqrt(eps) stays finite, and they are not written.
+        parallel({rows},
+                 [&](Var i) { inv(i) = rsqrt(inv(i) * (1.0 / static_cast<double>(H)) + kEps); });
+        parallel({rows, H}, [&](Var i, Var j) { x(i, j) = x(i, j) * inv(i) * w(j); });
+        copy(x, Y.tile(r0, 0));
+      });
+}
+
+std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {
+  const int64_t T = p.at("T"), H = p.at("H");
+  const bool residual = p.at("residual") != 0;
+  std::vector<HostTensor> a;
+  a.emplace_back(p.dtype, std::vector<int64_t>{T, H});
+  a.back().fill_random(seed * 5 + 1);
+  if (residual) {
+    a.emplace_back(p.dtype, std::vector<int64_t>{T, H});
+    a.back().fill_random(seed * 5 + 2);
+  }
+  a.emplace_back(p.dtype, std::vector<int64_t>{H});
+  a.back().fill_random(seed * 5 + 3, 0.5, 1.5);
+  for (int k = 0; k < (residual ? 2 : 1); ++k) {
+    a.emplace_back(p.dtype, std::vector<int64_t>{T, H});
+    a.back().poison();
+  }
+  return a;
+}
+
+std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& a, int tensor,
+                              int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+  const int64_t H = p.at("H");
+  const bool residual = p.at("residual") != 0;
+  const HostTensor& x = a[0];
+  const HostTensor& w = a[residual ? 2 : 1];
+  const bool want_s = residual && tensor == 3;
+  internal_assert(tensor == outputs(p).back() || want_s)
+      << "rmsnorm reference asked for parameter " << tensor << ", which is not an output";
+  std::vector<double> out(nr * nc), s(H);
+  for (int64_t i = 0; i < nr; ++i) {
+    const int64_t row = (r0 + i) * H;
+    for (int64_t j = 0; j < H; ++j)
+      s[j] = residual ? x.get(row + j) + a[1].get(row + j) : x.get(row + j);
+    if (want_s) {
+      for (int64_t j = 0; j < nc; ++j)
+        out[i * nc + j] = s[c0 + j];
+      continue;
+    }
+    // y normalises s as the kernel returns it: rounded to the dtype.
+    double ss = 0;
+    for (int64_t j = 0; j < H; ++j) {
+      if (residual) s[j] = round_to(p.dtype, s[j]);
+      ss += s[j] * s[j];
+    }
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(H) + kEps);
+    for (int64_t j = 0; j < nc; ++j)
+      out[i * nc + j] = s[c0 + j] * inv * w.get(c0 + j);
+  }
+  return out;
+}
+
+} // namespace tp::ops::rmsnorm

@@ -1,0 +1,22 @@
+// RoPE's framework operator: what PyTorch eager runs for Hugging Face's Llama rotary embedding
+// (LlamaRotaryEmbedding.forward, then apply_rotary_pos_emb on q and k), as plain CUDA kernels
+// compiled with NVRTC.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tilepilot/operator.h"
+
+namespace tp::ops::rope {
+
+inline constexpr const char* kFrameworkName =
+    "eager PyTorch (LlamaRotaryEmbedding, apply_rotary_pos_emb)";
+
+/// The unfused chain for `p` on the current GPU; user error without one.
+std::unique_ptr<Framework> make_framework(const Problem& p);
+/// Compiles the chain's kernels for every dtype through NVRTC, no GPU needed (for CI); returns
+/// their names ("eager_cos_sin bf16", ...). UserError with NVRTC's log when one fails.
+std::vector<std::string> compile_framework(const std::string& arch);
+
+} // namespace tp::ops::rope
