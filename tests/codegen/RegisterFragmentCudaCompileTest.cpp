@@ -6,6 +6,7 @@
 
 #include "DifferentialCases.h"
 #include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
 #include "runtime/Jit.h"
 #include "runtime/ResourceUsage.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
 #include "ops/rmsnorm/RmsNorm.h"
 #include "ops/rmsnorm/RmsNormFramework.h"
 #include "ops/rope/Rope.h"
