@@ -95,7 +95,20 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   // The interpreter runs only the sampled blocks; the GPU runs the whole grid and the fp64 CPU
   // reference is computed for a sample of its blocks (plus a NaN scan of every output below).
   double budget = o.backend == "cpu" ? o.flop_budget : o.reference_budget;
-  std::vector<std::array<int64_t, 3>> blocks = choose_blocks(g, op.flops(p), budget, o.seed);
+  // A reference element costs more than its flops for memory-bound operators (indexing,
+  // decoding, a transcendental): the work counted is at least kRefCostPerElement per output
+  // element, so that a check of a billion-element element-wise problem samples too.
+  constexpr double kRefCostPerElement = 20;
+  double out_elements = 0;
+  const std::vector<ArgSpec> specs = op.arg_specs(p);
+  for (int i : op.outputs(p)) {
+    double n = 1;
+    for (int64_t e : specs.at(i).shape)
+      n *= static_cast<double>(e);
+    out_elements += n;
+  }
+  const double work = std::max(op.flops(p), kRefCostPerElement * out_elements);
+  std::vector<std::array<int64_t, 3>> blocks = choose_blocks(g, work, budget, o.seed);
   r.blocks_run = static_cast<int64_t>(blocks.size());
   run(k, args, o.backend == "cpu" ? blocks : std::vector<std::array<int64_t, 3>>{});
 
