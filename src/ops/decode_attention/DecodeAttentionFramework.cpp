@@ -53,6 +53,7 @@ __device__ __forceinline__ T st(float f) {
 )";
 
 const char* kKernels = R"(
+#define NEG_INF __int_as_float(0xff800000)
 #define GRID_STRIDE(i, n) \
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; \
        i += (long long)gridDim.x * blockDim.x)
@@ -87,7 +88,7 @@ extern "C" __global__ void da_scores(const T* q, const T* k, const int* lens, fl
       for (int e = 0; e < D; ++e) acc += ld(qr[e]) * ld(kr[e]);
       s[i] = acc * scale;
     } else {
-      s[i] = -INFINITY;
+      s[i] = NEG_INF;
     }
   }
 }
@@ -97,7 +98,7 @@ extern "C" __global__ void da_softmax(const float* s, T* p, int L) {
   __shared__ float red[256];
   const float* sr = s + (long long)blockIdx.x * L;
   T* pr = p + (long long)blockIdx.x * L;
-  float mx = -INFINITY;
+  float mx = NEG_INF;
   for (int j = threadIdx.x; j < L; j += blockDim.x) mx = fmaxf(mx, sr[j]);
   red[threadIdx.x] = mx;
   __syncthreads();
@@ -108,7 +109,7 @@ extern "C" __global__ void da_softmax(const float* s, T* p, int L) {
   mx = red[0];
   __syncthreads();
   float sum = 0.f;
-  if (mx != -INFINITY)
+  if (mx != NEG_INF)
     for (int j = threadIdx.x; j < L; j += blockDim.x) sum += __expf(sr[j] - mx);
   red[threadIdx.x] = sum;
   __syncthreads();
