@@ -136,14 +136,17 @@ int out_index(const Problem& p) {
 }
 
 Config default_config(const Problem& p, const std::string& arch) {
-  const int64_t GS = p.at("H") / p.at("Hkv") * p.at("Sq"), Sq = p.at("Sq");
+  const int64_t GS = p.at("H") / p.at("Hkv") * p.at("Sq");
   // The GPU tile is one wgmma M (64 rows): Llama-3-8B's 4 grouped heads fill 4 of them, but
   // the kernel is bound by reading K and V, not by the tensor cores. The interpreter takes the
   // smallest tile that holds the rows. A prior, not yet measured.
-  int64_t bm = arch == "cpu" ? std::min<int64_t>(64, ceil_div(GS, 16) * 16) : 64;
-  if (GS > bm && bm % Sq) bm = std::min<int64_t>(256, ceil_div(GS, 64) * 64);
+  const int64_t bm = arch == "cpu" ? std::min<int64_t>(64, ceil_div(GS, 16) * 16) : 64;
   const int64_t bn = paged(p) ? p.at("block") : 64;
-  return {{"bm", bm}, {"bn", bn}, {"stages", 2}, {"threads", arch == "cpu" ? 128 : 128}};
+  return {{"bm", bm}, {"bn", bn}, {"stages", 2}, {"threads", 128}};
+}
+
+int64_t heads_per_tile(const Problem& p, const Config& c) {
+  return std::min(p.at("H") / p.at("Hkv"), c.at("bm") / p.at("Sq"));
 }
 
 void validate(const Problem& p, const Config& c) {
@@ -152,11 +155,6 @@ void validate(const Problem& p, const Config& c) {
   const int64_t bm = c.at("bm"), bn = c.at("bn");
   if (bm % 16 || bn % 16 || bm < 16 || bn < 16)
     user_error() << kOp << ": bm and bn must be positive multiples of 16, got " << config_str(c);
-  const int64_t GS = p.at("H") / p.at("Hkv") * p.at("Sq");
-  if (GS > bm && bm % p.at("Sq"))
-    user_error() << kOp << ": bm=" << bm << " rows do not hold the " << GS
-                 << " query rows (H/Hkv x Sq) and are not a multiple of Sq=" << p.at("Sq")
-                 << "; a tile must take whole heads: use bm >= " << GS << " or a multiple of Sq";
   if (paged(p) && bn != p.at("block"))
     user_error() << kOp << ": bn=" << bn << " must equal the page size block=" << p.at("block")
                  << " for a paged cache (a step reads one page)";
@@ -166,8 +164,8 @@ void validate(const Problem& p, const Config& c) {
 
 Kernel build(const Problem& p, const Config& c) {
   validate(p, c);
-  const int64_t G = p.at("H") / p.at("Hkv"), Sq = p.at("Sq"), D = p.at("D"), GS = G * Sq;
-  const int64_t bm = c.at("bm"), bn = c.at("bn");
+  const int64_t G = p.at("H") / p.at("Hkv"), Sq = p.at("Sq"), D = p.at("D");
+  const int64_t bm = c.at("bm"), bn = c.at("bn"), hpt = heads_per_tile(p, c), rows = hpt * Sq;
   const int stages = static_cast<int>(c.at("stages"));
   const bool pg = paged(p), lens_in = has_lens(p);
   const DType dt = p.dtype;
@@ -184,70 +182,67 @@ Kernel build(const Problem& p, const Config& c) {
   std::string name = "decode_attention_d" + std::to_string(D) + "_g" + std::to_string(G) + "_sq" +
                      std::to_string(Sq) + (pg ? "_paged" + std::to_string(bn) : "") +
                      (lens_in && !pg ? "_lens" : "");
-  return kernel(name, params, grid(ceil_div(GS, bm), Hkv, Bd),
-                threads(static_cast<int>(c.at("threads"))), [&](Var rx, Var hk, Var b) {
-                  Var len = let("len", lens_in ? Expr(lens(b)) : Expr(L));
-                  Tile Qs = alloc_shared({bm, D}, dt), Ks = alloc_shared({bn, D}, dt);
-                  Tile Vs = alloc_shared({bn, D}, dt);
-                  Tile s = alloc_fragment({bm, bn}, f32), pr = alloc_fragment({bm, bn}, dt);
-                  Tile o = alloc_fragment({bm, D}, f32);
-                  Tile m = alloc_fragment({bm}, f32), m_prev = alloc_fragment({bm}, f32);
-                  Tile m_scaled = alloc_fragment({bm}, f32), l = alloc_fragment({bm}, f32);
-                  Tile row_sum = alloc_fragment({bm}, f32), corr = alloc_fragment({bm}, f32);
-                  // Row r of the tile is query head hk G + r / Sq, token r % Sq; rows past G Sq
-                  // repeat the last one (its results are never stored), so every load stays inside
-                  // q.
-                  auto row = [&](const Expr& i) { return min(rx * bm + i, GS - 1); };
-                  parallel({bm, D}, [&](Var i, Var d) {
-                    Expr r = row(i);
-                    Qs(i, d) = Q(b, hk * G + r / Sq, r % Sq, d);
-                  });
-                  clear(o);
-                  clear(l);
-                  fill(m, -infinity());
-                  // Token t sees keys j < len - Sq + t + 1: at most len, so ceil(len / bn) steps.
-                  pipelined(ceildiv(len, bn), stages, [&](Var kb) {
-                    if (pg) {
-                      Expr page = table(b, kb);
-                      copy(K.tile(page, hk, 0, 0), Ks);
-                      copy(V.tile(page, hk, 0, 0), Vs);
-                    } else {
-                      copy(K.tile(b, hk, kb * bn, 0), Ks);
-                      copy(V.tile(b, hk, kb * bn, 0), Vs);
-                    }
-                    gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-                    // Token 0 sees the fewest keys: a step wholly below its limit needs no mask.
-                    if_then(kb * bn + bn > len - Sq + 1, [&] {
-                      parallel({bm, bn}, [&](Var i, Var j) {
-                        Expr ok = kb * bn + j < len - Sq + row(i) % Sq + 1;
-                        s(i, j) = select(ok, s(i, j), -infinity());
-                      });
-                    });
-                    copy(m, m_prev);
-                    reduce_max(s, m, 1, /*clear=*/false);
-                    // A row that has seen no visible key keeps m = -inf; m_scaled = 0 keeps its
-                    // terms exp2(-inf) = 0 instead of NaN (attention's rule).
-                    parallel({bm}, [&](Var i) {
-                      m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
-                      corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
-                    });
-                    parallel({bm, bn}, [&](Var i, Var j) {
-                      s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i));
-                    });
-                    reduce_sum(s, row_sum, 1);
-                    parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
-                    parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
-                    copy(s, pr);
-                    gemm(pr, Vs, o);
-                  });
-                  // An empty sequence (or a token that sees no key) has l = 0: its output is 0.
-                  parallel({bm, D}, [&](Var i, Var d) {
-                    Expr r = rx * bm + i;
-                    if_then(r < GS, [&] {
-                      O(b, hk * G + r / Sq, r % Sq, d) = select(l(i) > 0, o(i, d) / l(i), 0.0);
-                    });
-                  });
-                });
+  return kernel(
+      name, params, grid(ceil_div(G, hpt), Hkv, Bd), threads(static_cast<int>(c.at("threads"))),
+      [&](Var rx, Var hk, Var b) {
+        Var len = let("len", lens_in ? Expr(lens(b)) : Expr(L));
+        Tile Qs = alloc_shared({bm, D}, dt), Ks = alloc_shared({bn, D}, dt);
+        Tile Vs = alloc_shared({bn, D}, dt);
+        Tile s = alloc_fragment({bm, bn}, f32), pr = alloc_fragment({bm, bn}, dt);
+        Tile o = alloc_fragment({bm, D}, f32);
+        Tile m = alloc_fragment({bm}, f32), m_prev = alloc_fragment({bm}, f32);
+        Tile m_scaled = alloc_fragment({bm}, f32), l = alloc_fragment({bm}, f32);
+        Tile row_sum = alloc_fragment({bm}, f32), corr = alloc_fragment({bm}, f32);
+        // The tile takes hpt whole heads of the group: row i is head rx hpt + i / Sq of the
+        // group, token i % Sq. Rows past the tile's heads (or past the group) repeat its last
+        // row, whose results are never stored, so every load stays inside q.
+        auto row = [&](const Expr& i) { return min(i, rows - 1); };
+        auto head = [&](const Expr& i) { return min(rx * hpt + row(i) / Sq, G - 1); };
+        parallel({bm, D}, [&](Var i, Var d) { Qs(i, d) = Q(b, hk * G + head(i), row(i) % Sq, d); });
+        clear(o);
+        clear(l);
+        fill(m, -infinity());
+        // Token t sees keys j < len - Sq + t + 1: at most len, so ceil(len / bn) steps.
+        pipelined(ceildiv(len, bn), stages, [&](Var kb) {
+          if (pg) {
+            Expr page = table(b, kb);
+            copy(K.tile(page, hk, 0, 0), Ks);
+            copy(V.tile(page, hk, 0, 0), Vs);
+          } else {
+            copy(K.tile(b, hk, kb * bn, 0), Ks);
+            copy(V.tile(b, hk, kb * bn, 0), Vs);
+          }
+          gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
+          // Token 0 sees the fewest keys: a step wholly below its limit needs no mask.
+          if_then(kb * bn + bn > len - Sq + 1, [&] {
+            parallel({bm, bn}, [&](Var i, Var j) {
+              Expr ok = kb * bn + j < len - Sq + row(i) % Sq + 1;
+              s(i, j) = select(ok, s(i, j), -infinity());
+            });
+          });
+          copy(m, m_prev);
+          reduce_max(s, m, 1, /*clear=*/false);
+          // A row that has seen no visible key keeps m = -inf; m_scaled = 0 keeps its
+          // terms exp2(-inf) = 0 instead of NaN (attention's rule).
+          parallel({bm}, [&](Var i) {
+            m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
+            corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
+          });
+          parallel({bm, bn},
+                   [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i)); });
+          reduce_sum(s, row_sum, 1);
+          parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
+          parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
+          copy(s, pr);
+          gemm(pr, Vs, o);
+        });
+        // An empty sequence (or a token that sees no key) has l = 0: its output is 0.
+        parallel({bm, D}, [&](Var i, Var d) {
+          if_then(i < rows && rx * hpt + i / Sq < G, [&] {
+            O(b, hk * G + rx * hpt + i / Sq, i % Sq, d) = select(l(i) > 0, o(i, d) / l(i), 0.0);
+          });
+        });
+      });
 }
 
 std::vector<ArgSpec> arg_specs(const Problem& p) {
@@ -274,7 +269,7 @@ std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {
   for (int i = 0; i < 3; ++i)
     a[i].fill_random(seed * 7 + i + 1);
   if (paged(p)) {
-    // Every page once, in a seeded random order: sequence b's pages are scattered over the
+    // Distinct pages in a seeded random order: sequence b's pages are scattered over the
     // cache as vLLM's allocator leaves them after some churn.
     std::vector<int64_t> perm(static_cast<size_t>(num_pages(p)));
     for (size_t i = 0; i < perm.size(); ++i)
@@ -282,8 +277,9 @@ std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {
     std::mt19937_64 rng(seed * 7 + 4);
     for (size_t i = perm.size(); i > 1; --i) // Fisher-Yates: the same order on every library
       std::swap(perm[i - 1], perm[rng() % i]);
-    for (size_t i = 0; i < perm.size(); ++i)
-      a[3].set(static_cast<int64_t>(i), static_cast<double>(perm[i]));
+    // A cache with spare pages (pages=) leaves the last ones of the shuffle unused.
+    for (int64_t i = 0; i < a[3].numel(); ++i)
+      a[3].set(i, static_cast<double>(perm[static_cast<size_t>(i)]));
   }
   if (has_lens(p)) {
     std::vector<int64_t> L = lengths(p);

@@ -34,6 +34,8 @@ int out_index(const Problem& p);
 
 Config default_config(const Problem& p, const std::string& arch);
 void validate(const Problem& p, const Config& c);
+/// Query heads of a KV head's group one block takes: as many whole heads as bm rows hold.
+int64_t heads_per_tile(const Problem& p, const Config& c);
 Kernel build(const Problem& p, const Config& c);
 std::vector<ArgSpec> arg_specs(const Problem& p);
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed);

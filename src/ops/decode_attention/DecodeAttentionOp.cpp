@@ -169,14 +169,10 @@ std::vector<int> DecodeAttentionOp::outputs(const Problem& p) const {
 
 std::vector<Box> DecodeAttentionOp::block_outputs(const Problem& p, const Config& c,
                                                   const std::array<int64_t, 3>& block) const {
-  const int64_t G = p.at("H") / p.at("Hkv"), Sq = p.at("Sq"), bm = c.at("bm");
-  // validate: a tile holds every row of its KV head's group, or whole heads of it.
-  int64_t g0 = 0, ng = G;
-  if (G * Sq > bm) {
-    g0 = block[0] * bm / Sq;
-    ng = std::min(G - g0, bm / Sq);
-  }
-  return {Box{da::out_index(p), {block[2], block[1] * G + g0, 0, 0}, {1, ng, Sq, p.at("D")}}};
+  const int64_t G = p.at("H") / p.at("Hkv"), hpt = da::heads_per_tile(p, c);
+  const int64_t g0 = block[0] * hpt, ng = std::min(G - g0, hpt);
+  return {
+      Box{da::out_index(p), {block[2], block[1] * G + g0, 0, 0}, {1, ng, p.at("Sq"), p.at("D")}}};
 }
 
 namespace {
