@@ -35,6 +35,10 @@ struct Case {
   Config config; // empty: the interpreter's default
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.shape << " " << dtype_name(c.dtype) << " " << config_str(c.config);
+}
+
 std::vector<Case> cases() {
   const DType b = DType::bf16, h = DType::f16;
   return {
