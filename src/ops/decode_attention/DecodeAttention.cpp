@@ -1,12 +1,14 @@
 // decode_attention's kernel, parsing, inputs and fp64 reference (see DecodeAttention.h).
 //
-// The kernel: one block per (query-row tile, KV head, sequence). Its rows are the G = H / Hkv
-// query heads sharing the KV head times the Sq query tokens (row r = g Sq + t), padded to the
-// tile's bm rows, so grouped heads read each K and V tile once for all of them. It walks the
-// whole cache of its sequence (bn keys, or one page, a step) with lesson 13's online softmax in
-// the log2 domain and writes the normalised output. It does not split the keys over blocks:
-// split-KV needs a second kernel (or a grid-wide barrier) to merge the partials through their
-// log-sum-exp, and an Operator builds one kernel (see the report in the operator's docs).
+// The kernel: one block per (tile of query heads, KV head, sequence). Its rows are the query
+// heads sharing the KV head (as many whole heads as bm rows hold: all G = H / Hkv of them at
+// Llama-3's 4 x Sq <= 64) times the Sq query tokens, row i = head i / Sq, token i % Sq, padded
+// to bm; so grouped heads read each K and V tile once for all of them. It walks its sequence's
+// whole cache (bn keys, or one page through the block table, a step) with lesson 13's online
+// softmax in the log2 domain and writes the normalised output. It does not split the keys over
+// blocks: split-KV (lesson 14) needs a second kernel, or a grid-wide barrier, to merge the
+// partials through their log-sum-exp, and Operator::build returns one kernel. So at small
+// batch the grid is only B x Hkv blocks (B=1: 8 on Llama-3-8B).
 #include "ops/decode_attention/DecodeAttention.h"
 
 #include <algorithm>
