@@ -2,6 +2,7 @@
 #include "ops/Builtins.h"
 
 #include "ops/attention/AttentionOp.h"
+#include "ops/decode_attention/DecodeAttentionOp.h"
 #include "ops/gemm/GemmOp.h"
 #include "ops/rmsnorm/RmsNormOp.h"
 #include "ops/rope/RopeOp.h"
@@ -10,8 +11,9 @@
 namespace tp::ops {
 
 std::vector<std::shared_ptr<const Operator>> builtin_operators() {
-  return {std::make_shared<GemmOp>(), std::make_shared<AttentionOp>(),
-          std::make_shared<RmsNormOp>(), std::make_shared<SwiGluOp>(), std::make_shared<RopeOp>()};
+  return {std::make_shared<GemmOp>(),    std::make_shared<AttentionOp>(),
+          std::make_shared<RmsNormOp>(), std::make_shared<SwiGluOp>(),
+          std::make_shared<RopeOp>(),    std::make_shared<DecodeAttentionOp>()};
 }
 
 } // namespace tp::ops
