@@ -7,8 +7,7 @@ kernel inside its tested matrix, else the operator's framework fallback) and on 
 through the CPU interpreter. Its fake implementation allocates the outputs from the operator's
 own description of the call, so torch.compile traces it as one opaque op.
 """
-from __future__ import annotations
-
+# No `from __future__ import annotations`: torch.library reads the op's annotations as types.
 import os
 
 from . import _core
@@ -21,7 +20,6 @@ def load_plugin(path) -> list[str]:
     key = os.path.realpath(os.fspath(path))
     if key not in _loaded:
         names = list(_core.load_plugin(os.fspath(path)))
-        _loaded[key] = names
         try:
             import torch  # noqa: F401
         except ImportError:
@@ -29,6 +27,7 @@ def load_plugin(path) -> list[str]:
         else:
             for name in names:
                 _register_torch_op(name)
+        _loaded[key] = names
     return list(_loaded[key])
 
 
