@@ -19,6 +19,12 @@ AttentionPtrs attention_ptrs(const AttentionDesc& d, const std::vector<DeviceTen
   return p;
 }
 
+bool has_empty_sequence(const Problem& p) {
+  for (int64_t len : AttentionOp::key_lengths(p))
+    if (len == 0) return true;
+  return false;
+}
+
 class CudnnFramework : public Framework {
 public:
   CudnnFramework(std::unique_ptr<CudnnAttention> dnn, const AttentionDesc& d)
@@ -69,6 +75,11 @@ std::unique_ptr<Framework> AttentionOp::framework(const Problem& p,
     why = "cuDNN is disabled (DispatchOptions::disable_libraries)";
   } else if (!o.allow_vendor) {
     why = "cuDNN not used: the caller asked for the unfused reference";
+  } else if (has_empty_sequence(p)) {
+    // cuDNN 9.14 returns NaN for every row of a zero-length padded sequence, where the
+    // operator's semantics give O = 0 and LSE = -inf (H200, 2026-12-01, GpuCudnnAttention
+    // lens_zero): such problems run the unfused reference.
+    why = "cuDNN returns NaN for a zero-length sequence (lens has a 0)";
   } else if (cudnn_attention_available(&why)) {
     auto dnn = std::make_unique<CudnnAttention>();
     if (dnn->supports(d, &why)) return std::make_unique<CudnnFramework>(std::move(dnn), d);
