@@ -11,46 +11,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "ops/decode_attention/DecodeAttention.h"
+#include "ops/reference/EagerChain.h"
 #include "runtime/DeviceBuffer.h"
-#include "runtime/Jit.h"
-#include "runtime/Launch.h"
 #include "tilepilot/error.h"
 
 namespace tp::ops::decode_attention {
 
 namespace {
-
-/// Loads and stores of the element type T, computing in f32; stores round to nearest even.
-const char* kPrelude = R"(
-#if TP_DTYPE_F32
-typedef float T;
-__device__ __forceinline__ float ld(T x) { return x; }
-__device__ __forceinline__ T st(float f) { return f; }
-#else
-typedef unsigned short T;
-__device__ __forceinline__ float ld(T x) {
-#if TP_DTYPE_BF16
-  return __uint_as_float(((unsigned)x) << 16);
-#else
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
-#endif
-}
-__device__ __forceinline__ T st(float f) {
-  T r;
-#if TP_DTYPE_BF16
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
-#else
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
-#endif
-  return r;
-}
-#endif
-)";
 
 const char* kKernels = R"(
 #define NEG_INF __int_as_float(0xff800000)
@@ -139,36 +108,13 @@ extern "C" __global__ void da_pv(const T* p, const T* v, T* out, int H, int Hkv,
 }
 )";
 
+const EagerChain& eager() {
+  static const EagerChain chain("decode attention", "framework decode_attention",
+                                "decode_attention_eager", kKernels);
+  return chain;
+}
+
 const char* kEntries[] = {"da_gather", "da_scores", "da_softmax", "da_pv"};
-
-std::string source(DType t) {
-  return std::string("// TilePilot torch-eager decode attention\n#define TP_DTYPE_BF16 ") +
-         (t == DType::bf16 ? "1" : "0") + "\n#define TP_DTYPE_F32 " +
-         (t == DType::f32 ? "1" : "0") + "\n" + kPrelude + kKernels;
-}
-
-std::string canonical(DType t) {
-  return std::string("framework decode_attention ") + dtype_name(t);
-}
-
-CUfunction load(const char* entry, DType t) {
-  static std::map<std::pair<std::string, DType>, CUfunction> cache;
-  auto key = std::make_pair(std::string(entry), t);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // One module holds all four kernels; its cache key leaves the entry out, so the later
-  // entries load the same cubin.
-  rt::JitKernel k = rt::jit_load(source(t), entry, canonical(t), current_arch(), {});
-  return cache[key] = k.fn;
-}
-
-/// An elementwise launch: 256 threads, a grid-stride loop over at most 2^16 blocks.
-rt::LaunchConfig elementwise(int64_t n, Stream s) {
-  rt::LaunchConfig c;
-  c.grid = {static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 65536)), 1, 1};
-  c.block = {256, 1, 1};
-  c.stream = s;
-  return c;
-}
 
 class DecodeEager : public Framework {
 public:
@@ -183,7 +129,7 @@ public:
       vbuf_ = rt::DeviceBuffer(e * static_cast<size_t>(B * Hkv * L * D));
     }
     for (const char* name : kEntries)
-      load(name, p.dtype); // compile now, not inside a timed run
+      eager().fn(name, p.dtype); // compile now, not inside a timed run
   }
   std::string name() const override { return kFrameworkName; }
   void run(const std::vector<DeviceTensor>& a, Stream stream) override {
@@ -205,9 +151,9 @@ public:
       int block = static_cast<int>(p_.at("block")), MB = static_cast<int>(pages_per_seq(p_));
       long long n = B * Hkv * L * D;
       void* gk[] = {&table, &k, &kb, &Hkv, &block, &MB, &L, &D, &n};
-      rt::launch(load("da_gather", dt), elementwise(n, stream), gk);
+      rt::launch(eager().fn("da_gather", dt), eager_launch(n, stream), gk);
       void* gv[] = {&table, &v, &vb, &Hkv, &block, &MB, &L, &D, &n};
-      rt::launch(load("da_gather", dt), elementwise(n, stream), gv);
+      rt::launch(eager().fn("da_gather", dt), eager_launch(n, stream), gv);
       k = kb;
       v = vb;
     }
@@ -215,16 +161,16 @@ public:
     float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
     long long ns = B * H * Sq * L;
     void* sa[] = {&q, &k, &lens, &s, &H, &Hkv, &Sq, &L, &D, &scale, &ns};
-    rt::launch(load("da_scores", dt), elementwise(ns, stream), sa);
+    rt::launch(eager().fn("da_scores", dt), eager_launch(ns, stream), sa);
     rt::LaunchConfig rows;
     rows.grid = {static_cast<unsigned>(B * H * Sq), 1, 1};
     rows.block = {256, 1, 1};
     rows.stream = stream;
     void* sm[] = {&s, &pr, &L};
-    rt::launch(load("da_softmax", dt), rows, sm);
+    rt::launch(eager().fn("da_softmax", dt), rows, sm);
     long long no = B * H * Sq * D;
     void* pv[] = {&pr, &v, &out, &H, &Hkv, &Sq, &L, &D, &no};
-    rt::launch(load("da_pv", dt), elementwise(no, stream), pv);
+    rt::launch(eager().fn("da_pv", dt), eager_launch(no, stream), pv);
   }
 
 private:
@@ -246,7 +192,7 @@ std::unique_ptr<Framework> make_framework(const Problem& p) {
 std::vector<std::string> compile_framework(const std::string& arch) {
   std::vector<std::string> done;
   for (DType t : {DType::bf16, DType::f16}) {
-    rt::jit_compile_only(source(t), "decode_attention_eager", canonical(t), arch, {});
+    eager().compile_only(t, arch);
     for (const char* e : kEntries)
       done.push_back(std::string(e) + " " + dtype_name(t));
   }

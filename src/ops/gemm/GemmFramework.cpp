@@ -66,8 +66,8 @@ std::unique_ptr<Framework> GemmOp::framework(const Problem& p, const FrameworkOp
 bool GemmOp::gpu_reference(const Problem& p, const std::vector<DeviceTensor>& a,
                            const std::vector<DeviceTensor>& out, Stream s) const {
   if (p.dtype != DType::bf16 && p.dtype != DType::f16) return false;
-  gpu_reference_gemm(p.dtype, p.options.at("layout"), p.at("M"), p.at("N"), p.at("K"),
-                     a.at(0).ptr, a.at(1).ptr, out.at(0).ptr, reinterpret_cast<CUstream>(s));
+  gpu_reference_gemm(p.dtype, p.options.at("layout"), p.at("M"), p.at("N"), p.at("K"), a.at(0).ptr,
+                     a.at(1).ptr, out.at(0).ptr, reinterpret_cast<CUstream>(s));
   return true;
 }
 

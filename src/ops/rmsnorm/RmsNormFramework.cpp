@@ -10,46 +10,15 @@
 #include "ops/rmsnorm/RmsNormFramework.h"
 
 #include <algorithm>
-#include <map>
 
+#include "ops/reference/EagerChain.h"
 #include "ops/rmsnorm/RmsNorm.h"
 #include "runtime/DeviceBuffer.h"
-#include "runtime/Jit.h"
-#include "runtime/Launch.h"
 #include "tilepilot/error.h"
 
 namespace tp::ops::rmsnorm {
 
 namespace {
-
-/// Loads and stores of the element type TP_T, computing in f32; stores round to nearest even.
-const char* kPrelude = R"(
-#if TP_DTYPE_F32
-typedef float T;
-__device__ __forceinline__ float ld(T x) { return x; }
-__device__ __forceinline__ T st(float f) { return f; }
-#else
-typedef unsigned short T;
-__device__ __forceinline__ float ld(T x) {
-#if TP_DTYPE_BF16
-  return __uint_as_float(((unsigned)x) << 16);
-#else
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
-#endif
-}
-__device__ __forceinline__ T st(float f) {
-  T r;
-#if TP_DTYPE_BF16
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
-#else
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
-#endif
-  return r;
-}
-#endif
-)";
 
 const char* kKernels = R"(
 extern "C" __global__ void eager_add(const T* x, const T* r, T* s, long long n) {
@@ -90,36 +59,12 @@ extern "C" __global__ void eager_weight_mul(const T* nrm, const T* w, T* y, int 
 }
 )";
 
+const EagerChain& eager() {
+  static const EagerChain chain("rmsnorm", "framework rmsnorm all", "rmsnorm_eager", kKernels);
+  return chain;
+}
+
 const char* kEntries[] = {"eager_add", "eager_sqmean", "eager_rsqrt_mul", "eager_weight_mul"};
-
-std::string source(DType t) {
-  return std::string("// TilePilot torch-eager rmsnorm\n#define TP_DTYPE_BF16 ") +
-         (t == DType::bf16 ? "1" : "0") + "\n#define TP_DTYPE_F32 " +
-         (t == DType::f32 ? "1" : "0") + "\n" + kPrelude + kKernels;
-}
-
-std::string canonical(const char* entry, DType t) {
-  return std::string("framework rmsnorm ") + entry + " " + dtype_name(t);
-}
-
-CUfunction load(const char* entry, DType t) {
-  static std::map<std::pair<std::string, DType>, CUfunction> cache;
-  auto key = std::make_pair(std::string(entry), t);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // One module holds all four kernels; its cache key leaves the entry out, so the later
-  // entries load the same cubin.
-  rt::JitKernel k = rt::jit_load(source(t), entry, canonical("all", t), current_arch(), {});
-  return cache[key] = k.fn;
-}
-
-/// An elementwise launch: 256 threads, a grid-stride loop over at most 2^16 blocks.
-rt::LaunchConfig elementwise(int64_t n, Stream s) {
-  rt::LaunchConfig c;
-  c.grid = {static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536)), 1, 1};
-  c.block = {256, 1, 1};
-  c.stream = s;
-  return c;
-}
 
 class RmsNormEager : public Framework {
 public:
@@ -127,7 +72,7 @@ public:
       : p_(p), var_(sizeof(float) * p.at("T")),
         nrm_(static_cast<size_t>(dtype_bytes(p.dtype)) * p.at("T") * p.at("H")) {
     for (const char* e : kEntries)
-      load(e, p.dtype); // compile now, not inside a timed run
+      eager().fn(e, p.dtype); // compile now, not inside a timed run
   }
   std::string name() const override { return kFrameworkName; }
   void run(const std::vector<DeviceTensor>& a, Stream stream) override {
@@ -146,7 +91,7 @@ public:
     if (residual) {
       CUdeviceptr r = a[1].ptr, s = a[3].ptr;
       void* args[] = {&x, &r, &s, &n};
-      rt::launch(load("eager_add", p_.dtype), elementwise(n, stream), args);
+      rt::launch(eager().fn("eager_add", p_.dtype), eager_launch(n, stream), args);
       x = s; // the norm reads the sum as stored
     }
     rt::LaunchConfig rows;
@@ -154,12 +99,12 @@ public:
     rows.block = {256, 1, 1};
     rows.stream = stream;
     void* a1[] = {&x, &v, &H};
-    rt::launch(load("eager_sqmean", p_.dtype), rows, a1);
+    rt::launch(eager().fn("eager_sqmean", p_.dtype), rows, a1);
     float eps = static_cast<float>(kEps);
     void* a2[] = {&x, &v, &nrm, &H, &n, &eps};
-    rt::launch(load("eager_rsqrt_mul", p_.dtype), elementwise(n, stream), a2);
+    rt::launch(eager().fn("eager_rsqrt_mul", p_.dtype), eager_launch(n, stream), a2);
     void* a3[] = {&nrm, &w, &y, &H, &n};
-    rt::launch(load("eager_weight_mul", p_.dtype), elementwise(n, stream), a3);
+    rt::launch(eager().fn("eager_weight_mul", p_.dtype), eager_launch(n, stream), a3);
   }
 
 private:
@@ -179,7 +124,7 @@ std::unique_ptr<Framework> make_framework(const Problem& p) {
 std::vector<std::string> compile_framework(const std::string& arch) {
   std::vector<std::string> done;
   for (DType t : {DType::bf16, DType::f16, DType::f32}) {
-    rt::jit_compile_only(source(t), "rmsnorm_eager", canonical("all", t), arch, {});
+    eager().compile_only(t, arch);
     for (const char* e : kEntries)
       done.push_back(std::string(e) + " " + dtype_name(t));
   }

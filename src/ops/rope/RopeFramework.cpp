@@ -13,46 +13,15 @@
 #include "ops/rope/RopeFramework.h"
 
 #include <algorithm>
-#include <map>
 
+#include "ops/reference/EagerChain.h"
 #include "ops/rope/Rope.h"
 #include "runtime/DeviceBuffer.h"
-#include "runtime/Jit.h"
-#include "runtime/Launch.h"
 #include "tilepilot/error.h"
 
 namespace tp::ops::rope {
 
 namespace {
-
-/// Loads and stores of the element type T, computing in f32; stores round to nearest even.
-const char* kPrelude = R"(
-#if TP_DTYPE_F32
-typedef float T;
-__device__ __forceinline__ float ld(T x) { return x; }
-__device__ __forceinline__ T st(float f) { return f; }
-#else
-typedef unsigned short T;
-__device__ __forceinline__ float ld(T x) {
-#if TP_DTYPE_BF16
-  return __uint_as_float(((unsigned)x) << 16);
-#else
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
-#endif
-}
-__device__ __forceinline__ T st(float f) {
-  T r;
-#if TP_DTYPE_BF16
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
-#else
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
-#endif
-  return r;
-}
-#endif
-)";
 
 const char* kKernels = R"(
 #define GRID_STRIDE(i, n) \
@@ -87,36 +56,12 @@ extern "C" __global__ void eager_add(const T* a, const T* b, T* out, long long n
 }
 )";
 
+const EagerChain& eager() {
+  static const EagerChain chain("rope", "framework rope", "rope_eager", kKernels);
+  return chain;
+}
+
 const char* kEntries[] = {"eager_cos_sin", "eager_rotate_half", "eager_mul_bcast", "eager_add"};
-
-std::string source(DType t) {
-  return std::string("// TilePilot torch-eager rope\n#define TP_DTYPE_BF16 ") +
-         (t == DType::bf16 ? "1" : "0") + "\n#define TP_DTYPE_F32 " +
-         (t == DType::f32 ? "1" : "0") + "\n" + kPrelude + kKernels;
-}
-
-std::string canonical(DType t) {
-  return std::string("framework rope ") + dtype_name(t);
-}
-
-CUfunction load(const char* entry, DType t) {
-  static std::map<std::pair<std::string, DType>, CUfunction> cache;
-  auto key = std::make_pair(std::string(entry), t);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  // One module holds all four kernels; its cache key leaves the entry out, so the later
-  // entries load the same cubin.
-  rt::JitKernel k = rt::jit_load(source(t), entry, canonical(t), current_arch(), {});
-  return cache[key] = k.fn;
-}
-
-/// An elementwise launch: 256 threads, a grid-stride loop over at most 2^16 blocks.
-rt::LaunchConfig elementwise(int64_t n, Stream s) {
-  rt::LaunchConfig c;
-  c.grid = {static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536)), 1, 1};
-  c.block = {256, 1, 1};
-  c.stream = s;
-  return c;
-}
 
 class RopeEager : public Framework {
 public:
@@ -131,7 +76,7 @@ public:
     for (rt::DeviceBuffer* b : {&rh_, &m1_, &m2_})
       *b = rt::DeviceBuffer(e * big);
     for (const char* name : kEntries)
-      load(name, p.dtype); // compile now, not inside a timed run
+      eager().fn(name, p.dtype); // compile now, not inside a timed run
   }
   std::string name() const override { return kFrameworkName; }
   void run(const std::vector<DeviceTensor>& a, Stream stream) override {
@@ -144,20 +89,20 @@ public:
     long long td = p_.at("T") * p_.at("D");
     CUdeviceptr pos = a[2].ptr, inv = inv_freq_.ptr(), cs = cos_.ptr(), sn = sin_.ptr();
     void* a0[] = {&pos, &inv, &cs, &sn, &D, &td};
-    rt::launch(load("eager_cos_sin", dt), elementwise(td, stream), a0);
+    rt::launch(eager().fn("eager_cos_sin", dt), eager_launch(td, stream), a0);
     CUdeviceptr rh = rh_.ptr(), m1 = m1_.ptr(), m2 = m2_.ptr();
     for (int which = 0; which < 2; ++which) {
       CUdeviceptr x = a[which].ptr, out = a[3 + which].ptr;
       long long hd = (which == 0 ? p_.at("H") : p_.at("Hkv")) * p_.at("D");
       long long n = p_.at("T") * hd;
       void* r[] = {&x, &rh, &D, &n};
-      rt::launch(load("eager_rotate_half", dt), elementwise(n, stream), r);
+      rt::launch(eager().fn("eager_rotate_half", dt), eager_launch(n, stream), r);
       void* c1[] = {&x, &cs, &m1, &hd, &D, &n};
-      rt::launch(load("eager_mul_bcast", dt), elementwise(n, stream), c1);
+      rt::launch(eager().fn("eager_mul_bcast", dt), eager_launch(n, stream), c1);
       void* c2[] = {&rh, &sn, &m2, &hd, &D, &n};
-      rt::launch(load("eager_mul_bcast", dt), elementwise(n, stream), c2);
+      rt::launch(eager().fn("eager_mul_bcast", dt), eager_launch(n, stream), c2);
       void* s[] = {&m1, &m2, &out, &n};
-      rt::launch(load("eager_add", dt), elementwise(n, stream), s);
+      rt::launch(eager().fn("eager_add", dt), eager_launch(n, stream), s);
     }
   }
 
@@ -178,7 +123,7 @@ std::unique_ptr<Framework> make_framework(const Problem& p) {
 std::vector<std::string> compile_framework(const std::string& arch) {
   std::vector<std::string> done;
   for (DType t : {DType::bf16, DType::f16}) {
-    rt::jit_compile_only(source(t), "rope_eager", canonical(t), arch, {});
+    eager().compile_only(t, arch);
     for (const char* e : kEntries)
       done.push_back(std::string(e) + " " + dtype_name(t));
   }
