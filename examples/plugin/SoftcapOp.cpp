@@ -130,9 +130,10 @@ public:
     return parse(kv, dtypes[0]);
   }
 
-  ops::Problem problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
-                                   const std::vector<DType>& dtypes,
-                                   const std::map<std::string, std::string>& options) const override {
+  ops::Problem
+  problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                      const std::vector<DType>& dtypes,
+                      const std::map<std::string, std::string>& options) const override {
     if (shapes.size() != 1 || shapes[0].size() != 2)
       user_error() << "softcap: takes one 2-d input x [T, V]";
     std::map<std::string, std::string> kv = options;
@@ -178,7 +179,9 @@ public:
   std::vector<ops::Box> block_outputs(const ops::Problem& p, const ops::Config& c,
                                       const std::array<int64_t, 3>& b) const override {
     const int64_t r0 = b[1] * c.at("bm"), c0 = b[0] * c.at("bn");
-    return {{1, {r0, c0}, {std::min(c.at("bm"), p.at("T") - r0), std::min(c.at("bn"), p.at("V") - c0)}}};
+    return {{1,
+             {r0, c0},
+             {std::min(c.at("bm"), p.at("T") - r0), std::min(c.at("bn"), p.at("V") - c0)}}};
   }
   double flops(const ops::Problem& p) const override { return 3.0 * p.at("T") * p.at("V"); }
   double min_bytes(const ops::Problem& p) const override {
@@ -190,7 +193,8 @@ public:
     std::vector<double> out;
     for (int64_t r = 0; r < box.extent[0]; ++r)
       for (int64_t c = 0; c < box.extent[1]; ++c)
-        out.push_back(cap * std::tanh(a[0].get((box.min[0] + r) * p.at("V") + box.min[1] + c) / cap));
+        out.push_back(cap *
+                      std::tanh(a[0].get((box.min[0] + r) * p.at("V") + box.min[1] + c) / cap));
     return out;
   }
   std::pair<double, double> tolerance(DType t) const override {

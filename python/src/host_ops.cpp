@@ -91,8 +91,10 @@ std::vector<OutArray> run_host(const std::string& op_name,
     HostTensor t = to_host(inputs[next], specs[i].dtype);
     if (t.shape() != specs[i].shape) {
       std::string want, got;
-      for (int64_t e : specs[i].shape) want += (want.empty() ? "" : ", ") + std::to_string(e);
-      for (int64_t e : t.shape()) got += (got.empty() ? "" : ", ") + std::to_string(e);
+      for (int64_t e : specs[i].shape)
+        want += (want.empty() ? "" : ", ") + std::to_string(e);
+      for (int64_t e : t.shape())
+        got += (got.empty() ? "" : ", ") + std::to_string(e);
       user_error() << op_name << ": input " << next << " has shape [" << got
                    << "], the problem needs [" << want << "]";
     }
@@ -115,8 +117,8 @@ std::vector<OutArray> run_host(const std::string& op_name,
 } // namespace
 
 void bind_host_ops(nb::module_& m) {
-  m.def("run_host", &run_host, nb::arg("op"), nb::arg("keys"), nb::arg("dtype"),
-        nb::arg("inputs"), nb::arg("config").none(),
+  m.def("run_host", &run_host, nb::arg("op"), nb::arg("keys"), nb::arg("dtype"), nb::arg("inputs"),
+        nb::arg("config").none(),
         "Any operator on the CPU interpreter: problem keys, float32 input arrays in parameter "
         "order; returns the outputs as float32 arrays.");
 }

@@ -65,7 +65,8 @@ std::string DeviceRun::fallback(const ops::Problem& p, const std::vector<cuda::D
   // Counters group by implementation, not by library version: "cuBLASLt 13.1.0" -> "cuBLASLt".
   std::string name = fw->name();
   const size_t sp = name.rfind(' ');
-  if (sp != std::string::npos && sp + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[sp + 1])))
+  if (sp != std::string::npos && sp + 1 < name.size() &&
+      std::isdigit(static_cast<unsigned char>(name[sp + 1])))
     name.resize(sp);
   return name;
 }

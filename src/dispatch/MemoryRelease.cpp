@@ -17,7 +17,7 @@ void install_release(ops::Dispatcher& d, release::Release r) {
 }
 
 release::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
-                              const std::vector<std::pair<ops::Problem, ops::Config>>& pins) {
+                                const std::vector<std::pair<ops::Problem, ops::Config>>& pins) {
   release::Release r;
   r.dir = "(in memory)";
   r.op = op;

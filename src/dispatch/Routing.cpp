@@ -26,7 +26,6 @@ std::string manifest_operator(const std::string& dir) {
   }
 }
 
-
 } // namespace
 
 std::string released_device_name(const release::Release& r) {

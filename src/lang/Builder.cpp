@@ -15,8 +15,12 @@ namespace {
 thread_local KernelBuilder* g_current = nullptr;
 } // namespace
 
-KernelBuilder* current_or_null() { return g_current; }
-void set_current(KernelBuilder* kb) { g_current = kb; }
+KernelBuilder* current_or_null() {
+  return g_current;
+}
+void set_current(KernelBuilder* kb) {
+  g_current = kb;
+}
 
 KernelBuilder& current(const char* op, const SourceLoc& loc) {
   if (!g_current)
@@ -87,8 +91,7 @@ Kernel build_kernel(const std::string& name, const Params& params, Grid g, Threa
   SourceLoc loc = lang::to_loc(sloc);
   if (lang::current_or_null())
     user_error(loc) << "kernel '" << name << "' is built inside the body of kernel '"
-                    << lang::current_or_null()->kernel_name
-                    << "'; build kernels one at a time";
+                    << lang::current_or_null()->kernel_name << "'; build kernels one at a time";
   if (g.extents.empty() || g.extents.size() > 3)
     user_error(loc) << "kernel '" << name << "': the grid has " << g.extents.size()
                     << " dimensions; give 1 to 3 extents to grid(...)";
@@ -153,7 +156,8 @@ Kernel build_kernel(const std::string& name, const Params& params, Grid g, Threa
   if (!any_scalar) node->order.clear(); // the tensors alone, as before scalars existed
 
   static const char* names[] = {"bx", "by", "bz"};
-  for (size_t i = 0; i < g.extents.size(); ++i) node->block_vars.push_back(Var(names[i]));
+  for (size_t i = 0; i < g.extents.size(); ++i)
+    node->block_vars.push_back(Var(names[i]));
 
   lang::set_current(&kb);
   try {

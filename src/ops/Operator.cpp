@@ -45,8 +45,9 @@ void validate_knobs(const Operator& op, const Config& c, const std::string& arch
       std::string known;
       for (const Knob& x : ks)
         known += (known.empty() ? "" : ", ") + x.name;
-      user_error() << op.name() << ": unknown config knob '" << k << "'" << (arch == "cpu" ? "" : " on " + arch)
-                   << "; the knobs are " << known << " (see `tilepilot ops`)";
+      user_error() << op.name() << ": unknown config knob '" << k << "'"
+                   << (arch == "cpu" ? "" : " on " + arch) << "; the knobs are " << known
+                   << " (see `tilepilot ops`)";
     }
     if (!it->accepts(v)) {
       std::ostringstream range;
@@ -63,11 +64,11 @@ void validate_knobs(const Operator& op, const Config& c, const std::string& arch
         for (const Knob& x : op.knobs("cpu"))
           if (x.name == k && x.accepts(v)) elsewhere = true;
       if (elsewhere)
-        user_error() << op.name() << ": config " << k << "=" << v << " is not available on "
-                     << arch << "; there " << k << " takes " << range.str() << ": " << it->help;
+        user_error() << op.name() << ": config " << k << "=" << v << " is not available on " << arch
+                     << "; there " << k << " takes " << range.str() << ": " << it->help;
       user_error() << op.name() << ": config " << k << "=" << v << " is out of range"
-                   << (arch == "cpu" ? "" : " on " + arch) << "; " << k << " takes "
-                   << range.str() << ": " << it->help;
+                   << (arch == "cpu" ? "" : " on " + arch) << "; " << k << " takes " << range.str()
+                   << ": " << it->help;
     }
   }
 }

@@ -61,8 +61,9 @@ void load_plugin(const std::string& path_in) {
   if (!abi || !version || !reg) {
     ::dlclose(h);
     user_error() << "plug-in " << path_in << " has no TilePilot entry point ("
-                 << (!abi ? "tilepilot_plugin_abi" : !version ? "tilepilot_plugin_version"
-                                                              : "tilepilot_plugin_register")
+                 << (!abi       ? "tilepilot_plugin_abi"
+                     : !version ? "tilepilot_plugin_version"
+                                : "tilepilot_plugin_register")
                  << " is missing); define it with TILEPILOT_PLUGIN(registry) { ... } from "
                  << "<tilepilot/plugin.h>";
   }

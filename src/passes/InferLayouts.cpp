@@ -18,11 +18,16 @@ using ir::Scope;
 
 const char* gemm_kind_name(GemmKind k) {
   switch (k) {
-  case GemmKind::wgmma_ss: return "wgmma_ss";
-  case GemmKind::wgmma_rs: return "wgmma_rs";
-  case GemmKind::mma: return "mma";
-  case GemmKind::mma_rs: return "mma_rs";
-  case GemmKind::simt: return "simt";
+  case GemmKind::wgmma_ss:
+    return "wgmma_ss";
+  case GemmKind::wgmma_rs:
+    return "wgmma_rs";
+  case GemmKind::mma:
+    return "mma";
+  case GemmKind::mma_rs:
+    return "mma_rs";
+  case GemmKind::simt:
+    return "simt";
   }
   return "?";
 }
@@ -61,9 +66,9 @@ bool is_var(const Expr& e, const Var& v) {
 
 /// Fragment accesses inside one parallel loop, classified by how they are indexed.
 struct LoopAccesses {
-  std::vector<Buffer> full;  // indexed by exactly the loop variables, in order
-  std::vector<Buffer> rows;  // 2-d loop, 1-d fragment indexed by the first variable
-  std::vector<Buffer> cols;  // 2-d loop, 1-d fragment indexed by the second variable
+  std::vector<Buffer> full; // indexed by exactly the loop variables, in order
+  std::vector<Buffer> rows; // 2-d loop, 1-d fragment indexed by the first variable
+  std::vector<Buffer> cols; // 2-d loop, 1-d fragment indexed by the second variable
   std::vector<std::pair<Buffer, SourceLoc>> other; // anything else
 };
 
@@ -80,7 +85,8 @@ protected:
     if (b->scope != Scope::fragment) return;
     size_t n = p_->vars.size();
     bool full = idx.size() == n;
-    for (size_t d = 0; full && d < n; ++d) full = is_var(idx[d], p_->vars[d]);
+    for (size_t d = 0; full && d < n; ++d)
+      full = is_var(idx[d], p_->vars[d]);
     if (full) return add(out.full, b);
     if (n == 2 && idx.size() == 1 && is_var(idx[0], p_->vars[0])) return add(out.rows, b);
     if (n == 2 && idx.size() == 1 && is_var(idx[0], p_->vars[1])) return add(out.cols, b);
@@ -453,7 +459,8 @@ private:
                K % 16 == 0) {
       int warps = threads / 32;
       int wm = warps, wn = 1;
-      while (wm > 1 && M % (16 * wm) != 0) wm /= 2, wn *= 2;
+      while (wm > 1 && M % (16 * wm) != 0)
+        wm /= 2, wn *= 2;
       bool fits = M % (16 * wm) == 0 && N % (8 * wn) == 0;
       if (fits && A->scope == Scope::shared) {
         kind = GemmKind::mma;
@@ -484,7 +491,8 @@ private:
       if (!anchor && p->vars.size() == 2) return false;
       if (anchor) {
         FragmentLayout a = *anchor;
-        for (const Buffer& b : c.out.full) changed |= assign(b, a, p->loc, "this parallel loop");
+        for (const Buffer& b : c.out.full)
+          changed |= assign(b, a, p->loc, "this parallel loop");
         if (p->vars.size() == 2 && a.kind != FragmentLayout::Kind::rows && a.has_rows())
           for (const Buffer& b : c.out.rows)
             changed |= assign(b, a.rows(), p->loc, "this parallel loop's row access");
@@ -568,8 +576,8 @@ private:
       int eb = dtype_bytes(b->dtype);
       auto [rows, cols] = rows_and_cols(b);
       bool swz = tensor_core_operands.count(b->uid) && (cols * eb) % 32 == 0;
-      info_.shared[b->uid] = swz ? SharedLayout::swizzled(rows, cols, eb)
-                                 : SharedLayout::linear(rows, cols, eb);
+      info_.shared[b->uid] =
+          swz ? SharedLayout::swizzled(rows, cols, eb) : SharedLayout::linear(rows, cols, eb);
     }
     for (const Buffer& f : fragments_)
       if (info_.promoted.count(f->uid)) {
@@ -620,7 +628,9 @@ private:
 
 } // namespace
 
-LayoutInfo infer_layouts(const ir::KernelNode& k, const Target& t) { return Inference(k, t).run(); }
+LayoutInfo infer_layouts(const ir::KernelNode& k, const Target& t) {
+  return Inference(k, t).run();
+}
 
 FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_bytes, int threads) {
   internal_assert(!shape.empty() && shape.size() <= 2) << "blocked layout of rank " << shape.size();

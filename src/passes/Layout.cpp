@@ -7,8 +7,8 @@
 namespace tp::passes {
 
 FragmentLayout FragmentLayout::wgmma(int64_t M, int64_t N, int warpgroups) {
-  internal_assert(M % (64 * warpgroups) == 0) << "wgmma layout: M=" << M << " not a multiple of 64 x "
-                                              << warpgroups << " warpgroups";
+  internal_assert(M % (64 * warpgroups) == 0)
+      << "wgmma layout: M=" << M << " not a multiple of 64 x " << warpgroups << " warpgroups";
   internal_assert(N % 8 == 0 && N <= 256) << "wgmma layout: N=" << N;
   FragmentLayout l;
   l.kind = Kind::wgmma_acc;
@@ -99,8 +99,10 @@ int FragmentLayout::threads() const {
 
 int FragmentLayout::regs_per_thread() const {
   switch (kind) {
-  case Kind::wgmma_acc: return static_cast<int>(slabs * N / 2);
-  case Kind::mma_acc: return static_cast<int>((M / warps_m / 16) * (N / warps_n / 8) * 4);
+  case Kind::wgmma_acc:
+    return static_cast<int>(slabs * N / 2);
+  case Kind::mma_acc:
+    return static_cast<int>((M / warps_m / 16) * (N / warps_n / 8) * 4);
   case Kind::blocked:
     return static_cast<int>(row_blocks() * col_runs() * vec);
   case Kind::cols:
@@ -108,7 +110,8 @@ int FragmentLayout::regs_per_thread() const {
   case Kind::rows:
     if (parent == Kind::blocked) return static_cast<int>(row_blocks());
     return parent == Kind::wgmma_acc ? 2 * slabs : static_cast<int>(2 * (M / warps_m / 16));
-  case Kind::none: return 0;
+  case Kind::none:
+    return 0;
   }
   return 0;
 }
@@ -208,8 +211,10 @@ bool FragmentLayout::rows_within_quad() const {
 
 std::string FragmentLayout::str() const {
   switch (kind) {
-  case Kind::wgmma_acc: return fmt::format("wgmma_acc[{}x{}, {} warpgroups]", M, N, warpgroups);
-  case Kind::mma_acc: return fmt::format("mma_acc[{}x{}, warps {}x{}]", M, N, warps_m, warps_n);
+  case Kind::wgmma_acc:
+    return fmt::format("wgmma_acc[{}x{}, {} warpgroups]", M, N, warpgroups);
+  case Kind::mma_acc:
+    return fmt::format("mma_acc[{}x{}, warps {}x{}]", M, N, warps_m, warps_n);
   case Kind::blocked:
     return fmt::format("blocked[{}x{}, vec {}, threads {}x{}]", M, N, vec, tm, tn);
   case Kind::cols:
@@ -219,7 +224,8 @@ std::string FragmentLayout::str() const {
       return fmt::format("rows_of(blocked)[{}, threads {}x{}]", M, tm, tn);
     return fmt::format("rows_of({})", parent == Kind::wgmma_acc ? "wgmma_acc" : "mma_acc") +
            fmt::format("[{}]", M);
-  case Kind::none: return "shared";
+  case Kind::none:
+    return "shared";
   }
   return "?";
 }
@@ -297,10 +303,10 @@ int64_t SharedLayout::size_elems() const {
 // 1024 bytes, and tiles are placed at 1024-byte aligned addresses.
 Expr SharedLayout::offset(const Expr& row, const Expr& col) const {
   if (kind == Kind::linear) return row * (cols + pad) + col;
-  int64_t cc = chunk_cols();                 // elements per swizzle row
-  int64_t unit = 16 / elem_bytes;            // elements per 16-byte unit
-  int64_t units = swizzle_bytes / 16;        // units per row: 8, 4, 2
-  int64_t period = 128 / swizzle_bytes;      // rows sharing one XOR value: 1, 2, 4
+  int64_t cc = chunk_cols();            // elements per swizzle row
+  int64_t unit = 16 / elem_bytes;       // elements per 16-byte unit
+  int64_t units = swizzle_bytes / 16;   // units per row: 8, 4, 2
+  int64_t period = 128 / swizzle_bytes; // rows sharing one XOR value: 1, 2, 4
   Expr chunk = col / cc, within = col % cc;
   Expr u = within / unit, e = within % unit;
   Expr sw = (row / period) % units;
@@ -320,7 +326,8 @@ int64_t SharedLayout::offset(int64_t row, int64_t col) const {
 
 std::string SharedLayout::str() const {
   if (kind == Kind::linear)
-    return pad ? fmt::format("linear[{}x{}+{}]", rows, cols, pad) : fmt::format("linear[{}x{}]", rows, cols);
+    return pad ? fmt::format("linear[{}x{}+{}]", rows, cols, pad)
+               : fmt::format("linear[{}x{}]", rows, cols);
   return fmt::format("swizzle{}B[{}x{}]", swizzle_bytes, rows, cols);
 }
 

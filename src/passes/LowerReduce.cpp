@@ -17,18 +17,25 @@ namespace {
 
 Expr identity(ir::ReduceOp op) {
   switch (op) {
-  case ir::ReduceOp::max: return ir::FloatImm::make(-INFINITY);
-  case ir::ReduceOp::min: return ir::FloatImm::make(INFINITY);
-  default: return Expr(0.0);
+  case ir::ReduceOp::max:
+    return ir::FloatImm::make(-INFINITY);
+  case ir::ReduceOp::min:
+    return ir::FloatImm::make(INFINITY);
+  default:
+    return Expr(0.0);
   }
 }
 
 Expr combine(ir::ReduceOp op, const Expr& a, const Expr& b) {
   switch (op) {
-  case ir::ReduceOp::max: return max(a, b);
-  case ir::ReduceOp::min: return min(a, b);
-  case ir::ReduceOp::sum: return a + b;
-  case ir::ReduceOp::absmax: return max(abs(a), abs(b));
+  case ir::ReduceOp::max:
+    return max(a, b);
+  case ir::ReduceOp::min:
+    return min(a, b);
+  case ir::ReduceOp::sum:
+    return a + b;
+  case ir::ReduceOp::absmax:
+    return max(abs(a), abs(b));
   }
   return a;
 }
@@ -118,7 +125,8 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
                              "shared tile first";
     FragmentLayout rows = ls.rows();
     int Q = rows.regs_per_thread();
-    Buffer tmp = ir::make_buffer(src->name + "_red", Scope::local, DType::f32, {Expr(Q)}, 0, op->loc);
+    Buffer tmp =
+        ir::make_buffer(src->name + "_red", Scope::local, DType::f32, {Expr(Q)}, 0, op->loc);
     std::vector<ir::Stmt> s;
     s.push_back(ir::Allocate::make(tmp, {}));
     s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, identity(op->op), {})));
@@ -131,19 +139,22 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
     for (int lane_mask : {1, 2}) {
       Expr t = ir::Load::make(tmp, {Expr(q)});
       Expr other = call_expr("tp::warp::shfl_xor", {t, Expr(lane_mask)}, DType::f32);
-      s.push_back(unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, combine(op->op, t, other), {})));
+      s.push_back(
+          unrolled_for(q, Q, ir::Store::make(tmp, {Expr(q)}, combine(op->op, t, other), {})));
     }
     Expr t = ir::Load::make(tmp, {Expr(q)});
     if (cx.layouts.in_registers(dst)) {
       const FragmentLayout& ld = cx.layouts.fragment(dst);
       Expr prev = ir::Load::make(cx.reg(dst), ld.reg_index(q));
-      s.push_back(unrolled_for(q, Q, ir::Store::make(cx.reg(dst), ld.reg_index(q),
-                                                      op->clear ? t : combine(op->op, prev, t), {})));
+      s.push_back(unrolled_for(q, Q,
+                               ir::Store::make(cx.reg(dst), ld.reg_index(q),
+                                               op->clear ? t : combine(op->op, prev, t), {})));
     } else {
       Expr i = rows.row(cx.tid, q);
       Expr prev = cx.load(dst, {i});
       s.push_back(unrolled_for(
-          q, Q, if_then(cx.tid % 4 == 0, cx.store(dst, {i}, op->clear ? t : combine(op->op, prev, t)))));
+          q, Q,
+          if_then(cx.tid % 4 == 0, cx.store(dst, {i}, op->clear ? t : combine(op->op, prev, t)))));
     }
     return seq(s);
   }
@@ -156,9 +167,12 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
     sidx.insert(sidx.begin() + op->dim, Expr(j));
     if (ss.size() == 1) sidx = {Expr(j)};
     Expr a = ir::Load::make(acc, {Expr(0)});
-    return std::pair{acc, seq({ir::Allocate::make(acc, {}), ir::Store::make(acc, {Expr(0)}, identity(op->op), {}),
-                               serial_for(j, Expr(0), Expr(n),
-                                          ir::Store::make(acc, {Expr(0)}, combine(op->op, a, cx.load(src, sidx)), {}))})};
+    return std::pair{
+        acc,
+        seq({ir::Allocate::make(acc, {}), ir::Store::make(acc, {Expr(0)}, identity(op->op), {}),
+             serial_for(
+                 j, Expr(0), Expr(n),
+                 ir::Store::make(acc, {Expr(0)}, combine(op->op, a, cx.load(src, sidx)), {}))})};
   };
   if (cx.layouts.in_registers(dst)) {
     const FragmentLayout& ld = cx.layouts.fragment(dst);
@@ -168,13 +182,15 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
     auto [acc, body] = fold({ld.row(cx.tid, q)});
     Expr res = ir::Load::make(acc, {Expr(0)});
     Expr prev = ir::Load::make(cx.reg(dst), ld.reg_index(q));
-    return unrolled_for(q, ld.regs_per_thread(),
-                        seq({body, ir::Store::make(cx.reg(dst), ld.reg_index(q),
-                                                   op->clear ? res : combine(op->op, prev, res), {})}));
+    return unrolled_for(
+        q, ld.regs_per_thread(),
+        seq({body, ir::Store::make(cx.reg(dst), ld.reg_index(q),
+                                   op->clear ? res : combine(op->op, prev, res), {})}));
   }
   std::vector<int64_t> ds = dst->const_shape();
   int64_t total = 1;
-  for (int64_t e : ds) total *= e;
+  for (int64_t e : ds)
+    total *= e;
   // Into a local tile: every thread folds every output element (each holds the whole tile).
   return element_for(cx, total, dst->scope == Scope::local, [&](Expr e) {
     std::vector<Expr> idx(ds.size());

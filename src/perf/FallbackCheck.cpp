@@ -69,8 +69,8 @@ std::vector<std::vector<float>> fp32_reference(const ops::Operator& op, const op
 /// The outputs against the fp64 CPU reference on the boxes of a few blocks of the
 /// interpreter's default config: the first, the middle and the last.
 void compare_sampled_blocks(const ops::Operator& op, const ops::Problem& p,
-                            const std::vector<HostTensor>& host,
-                            const std::vector<HostTensor>& got, Comparator& cmp) {
+                            const std::vector<HostTensor>& host, const std::vector<HostTensor>& got,
+                            Comparator& cmp) {
   const ops::Config c = op.default_config(p, "cpu");
   const std::array<int64_t, 3> g = op.grid(p, c);
   const int64_t n = g[0] * g[1] * g[2];

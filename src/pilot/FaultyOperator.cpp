@@ -40,25 +40,22 @@ public:
   std::vector<std::pair<std::string, std::string>> shape_keys() const override {
     return base_.shape_keys();
   }
-  std::vector<ops::Knob> knobs(const std::string& arch) const override {
-    return base_.knobs(arch);
-  }
+  std::vector<ops::Knob> knobs(const std::string& arch) const override { return base_.knobs(arch); }
   ops::Problem problem_for(const std::vector<std::vector<int64_t>>& shapes,
                            const std::vector<DType>& dtypes,
                            const std::map<std::string, std::string>& options) const override {
     return base_.problem_for(shapes, dtypes, options);
   }
-  ops::Problem problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
-                                   const std::vector<DType>& dtypes,
-                                   const std::map<std::string, std::string>& options) const override {
+  ops::Problem
+  problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                      const std::vector<DType>& dtypes,
+                      const std::map<std::string, std::string>& options) const override {
     return base_.problem_from_inputs(shapes, dtypes, options);
   }
   std::map<std::string, std::string> example_shape() const override {
     return base_.example_shape();
   }
-  std::string variant_label(const ops::Problem& p) const override {
-    return base_.variant_label(p);
-  }
+  std::string variant_label(const ops::Problem& p) const override { return base_.variant_label(p); }
   std::vector<ops::ArgSpec> arg_specs(const ops::Problem& p) const override {
     return base_.arg_specs(p);
   }

@@ -9,10 +9,10 @@
 
 #include "ops/MemoryCheck.h"
 #include "pilot/FaultyOperator.h"
-#include "release/Files.h"
 #include "pilot/OutputDir.h"
 #include "pilot/PilotRun.h"
 #include "pilot/Report.h"
+#include "release/Files.h"
 #include "runtime/BuildInfo.h"
 #include "runtime/Environment.h"
 

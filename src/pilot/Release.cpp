@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "ir/IRPrinter.h"
-#include "release/Files.h"
 #include "pilot/PilotRun.h"
+#include "release/Files.h"
 #include "release/ReleaseManifest.h"
 #include "runtime/Environment.h"
 

@@ -128,7 +128,7 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
       CompileOnlyResult r = b.compile_only(k, c.arch);
       release::write_text(dir + "/kernel.cu.txt", r.cuda_source);
       release::write_text(dir + "/nvrtc.log",
-                 r.nvrtc_log.empty() ? "(NVRTC printed nothing)\n" : r.nvrtc_log);
+                          r.nvrtc_log.empty() ? "(NVRTC printed nothing)\n" : r.nvrtc_log);
       release::write_text(dir + "/resources.json", r.resources.dump(2) + "\n");
       return;
     } catch (const StageSkipped& e) {
@@ -140,7 +140,8 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
   }
   release::write_text(dir + "/kernel.cu.txt", "not produced: " + reason + "\n");
   release::write_text(dir + "/nvrtc.log", "not produced: " + reason + "\n");
-  release::write_text(dir + "/resources.json", nlohmann::json{{"not_produced", reason}}.dump(2) + "\n");
+  release::write_text(dir + "/resources.json",
+                      nlohmann::json{{"not_produced", reason}}.dump(2) + "\n");
 }
 
 int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "pilot/ConfigCheck.h"
-#include "release/Files.h"
 #include "pilot/ModelBackend.h"
 #include "pilot/SpecReader.h"
+#include "release/Files.h"
 
 namespace tp::pilot {
 

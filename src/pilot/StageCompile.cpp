@@ -3,8 +3,8 @@
 // (cache hit); without it, compile-only for the target arch (NVRTC time and resource usage),
 // which needs no GPU. Either needs the CUDA backend's hook.
 #include "ir/IRPrinter.h"
-#include "release/Files.h"
 #include "pilot/PilotRun.h"
+#include "release/Files.h"
 
 namespace tp::pilot {
 

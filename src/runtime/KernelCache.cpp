@@ -148,11 +148,12 @@ std::optional<CompileOutput> KernelCache::lookup(const std::string& key) {
     std::error_code ec;
     fs::remove_all(path, ec);
     ++corrupt_;
-    warn_once(warned_corrupt_, "kernel cache entry " + path + " is not a regular file (" +
-                                   (fs::is_directory(st) ? "a folder" : "a FIFO, socket, device or link") +
-                                   "); " + (ec ? "could not remove it (" + ec.message() + ")" : "removed it") +
-                                   " and recompiling. Further invalid entries are handled the same "
-                                   "way without a warning.");
+    warn_once(warned_corrupt_,
+              "kernel cache entry " + path + " is not a regular file (" +
+                  (fs::is_directory(st) ? "a folder" : "a FIFO, socket, device or link") + "); " +
+                  (ec ? "could not remove it (" + ec.message() + ")" : "removed it") +
+                  " and recompiling. Further invalid entries are handled the same "
+                  "way without a warning.");
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);

@@ -193,7 +193,8 @@ TEST(ConfigSpace, DefaultConfigFirstThenShapeAwareOrder) {
   ConfigSpace s =
       enumerate(gemm, decode, TargetLimits::for_arch("sm_90a"), knob_space(gemm, "sm_90a"));
   ASSERT_FALSE(s.kept.empty());
-  EXPECT_TRUE(is_default_config(s.kept[0].config, gemm.default_config(decode, "sm_90a"), s.neutral));
+  EXPECT_TRUE(
+      is_default_config(s.kept[0].config, gemm.default_config(decode, "sm_90a"), s.neutral));
   // M=1: bm=256 is kept (never pruned by shape) but tried after bm=64.
   size_t first64 = s.kept.size(), first256 = s.kept.size();
   for (size_t i = 1; i < s.kept.size(); ++i) {

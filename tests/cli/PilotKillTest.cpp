@@ -17,8 +17,8 @@
 
 #include "../pilot/PilotTestSupport.h"
 #include "pilot/Pilot.h"
-#include "release/ReleaseManifest.h"
 #include "pilot/Spec.h"
+#include "release/ReleaseManifest.h"
 
 namespace tp::pilot::testing {
 namespace {
@@ -45,7 +45,8 @@ std::string check_consistent(const fs::path& dir, std::string* decision, uint64_
   if (release != fs::exists(dir / "release")) return "release/ vs decision " + *decision;
   if (release) {
     try {
-      release::Release r = release::load_release((dir / "release").string()); // checks every listed hash
+      release::Release r =
+          release::load_release((dir / "release").string()); // checks every listed hash
       if (r.manifest["spec"].value("seed", uint64_t{0}) != *seed) return "release from another run";
     } catch (const std::exception& e) {
       return std::string("release/ invalid: ") + e.what();
@@ -185,7 +186,7 @@ TEST(PilotKill, CliKilledAtRandomPointsKeepsTheFolderConsistent) {
   // Odd runs fail correctness (a reproducer and a keep-framework record), even ones do not.
   for (int k = 0; k < 2; ++k)
     release::write_text((dir / ("spec" + std::to_string(k) + ".yaml")).string(),
-               spec_with_seed(k, k ? "inject_fault: wrong_scale\n" : ""));
+                        spec_with_seed(k, k ? "inject_fault: wrong_scale\n" : ""));
   fs::path out = dir / "out";
   fs::path cache = dir / "cache";
   auto launch = [&](int i) {

@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "DifferentialCases.h"
-#include "compile/Lower.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
 #include "ir/IR.h"
 #include "ir/IRVisitor.h"
 #include "ops/CudaCheck.h"

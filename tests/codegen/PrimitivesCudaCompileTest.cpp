@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "PrimitivesKernel.h"
-#include "compile/Lower.h"
 #include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
 #include "runtime/Jit.h"
 
 using namespace tp;

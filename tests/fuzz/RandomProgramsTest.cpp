@@ -13,10 +13,10 @@
 #include <map>
 
 #include "ProgramBatch.h"
-#include "compile/Lower.h"
 #include "RandomProgram.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
 #include "ir/Verifier.h"
 #include "runtime/Jit.h"
 

@@ -96,20 +96,24 @@ TEST(LangErrors, FragmentIndexedOutsideParallel) {
 TEST(LangErrors, TileUsedOutsideItsKernel) {
   Fixture f;
   std::optional<Tile> leaked;
-  kernel("first", {f.A}, grid(1), threads(128), [&](Var) { leaked = alloc_shared({16, 16}, bf16); });
+  kernel("first", {f.A}, grid(1), threads(128), [&](Var) {
+    leaked = alloc_shared({16, 16}, bf16);
+  });
   expect_user_error(
       [&] {
-        kernel("second", {f.A}, grid(1), threads(128), [&](Var bx) {
-          copy(f.A.tile(bx * 16, 0), *leaked);
-        });
+        kernel("second", {f.A}, grid(1), threads(128),
+               [&](Var bx) { copy(f.A.tile(bx * 16, 0), *leaked); });
       },
       {"belongs to another kernel", "copy"});
 }
 
 TEST(LangErrors, TileOpOutsideAnyKernel) {
   Fixture f;
-  expect_user_error([&] { alloc_shared({16, 16}, bf16); },
-                    {"alloc_shared called outside a kernel"});
+  expect_user_error(
+      [&] {
+        alloc_shared({16, 16}, bf16);
+      },
+      {"alloc_shared called outside a kernel"});
 }
 
 TEST(LangErrors, DtypeUnsupportedByGemm) {
@@ -141,29 +145,28 @@ TEST(LangErrors, SharedMemoryOverStatedLimit) {
   Fixture f;
   expect_user_error(
       [&] {
-        kernel("k", {f.A}, grid(1), threads(128), [&](Var) {
-          alloc_shared({128, 64}, bf16);  // 16 KB
-          alloc_shared({128, 128}, bf16); // +32 KB > 40 KB
-        }, KernelOptions{.smem_limit = 40 * 1024});
+        kernel(
+            "k", {f.A}, grid(1), threads(128),
+            [&](Var) {
+              alloc_shared({128, 64}, bf16);  // 16 KB
+              alloc_shared({128, 128}, bf16); // +32 KB > 40 KB
+            },
+            KernelOptions{.smem_limit = 40 * 1024});
       },
       {"alloc_shared", "49152 bytes", "limit of 40960"});
 }
 
 TEST(LangErrors, WrongNumberOfBlockIndices) {
   Fixture f;
-  expect_user_error(
-      [&] { kernel("k", {f.A}, grid(4, 4), threads(128), [&](Var) {}); },
-      {"wrong number of block indices", "2 dimension(s)", "takes 1"});
+  expect_user_error([&] { kernel("k", {f.A}, grid(4, 4), threads(128), [&](Var) {}); },
+                    {"wrong number of block indices", "2 dimension(s)", "takes 1"});
 }
 
 TEST(LangErrors, UnboundDim) {
   Fixture f;
   Dim X("X");
-  expect_user_error(
-      [&] {
-        kernel("k", {f.A}, grid(ceildiv(X, 16)), threads(128), [&](Var) {});
-      },
-      {"'X' is not bound", "parameter's shape"});
+  expect_user_error([&] { kernel("k", {f.A}, grid(ceildiv(X, 16)), threads(128), [&](Var) {}); },
+                    {"'X' is not bound", "parameter's shape"});
 }
 
 TEST(LangErrors, ParallelArityMismatch) {

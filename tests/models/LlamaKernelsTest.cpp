@@ -3,8 +3,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
-#include "runtime/DeviceConvert.h"
 #include "compile/Lower.h"
+#include "runtime/DeviceConvert.h"
 
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"

@@ -24,10 +24,11 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 Problem gemm_problem(int64_t M, int64_t N, int64_t K, const std::string& layout = "nn") {
-  return find_operator("gemm").parse(
-      {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)},
-       {"layout", layout}},
-      DType::bf16);
+  return find_operator("gemm").parse({{"M", std::to_string(M)},
+                                      {"N", std::to_string(N)},
+                                      {"K", std::to_string(K)},
+                                      {"layout", layout}},
+                                     DType::bf16);
 }
 
 Problem attention_problem(const std::map<std::string, std::string>& kv) {
@@ -55,12 +56,13 @@ TEST(OperatorInterface, KnobRangesAreCheckedOnceWithTheirRange) {
 
 TEST(OperatorInterface, TmaOnlyKnobsAreRefusedOnSm80) {
   const Operator& gemm = find_operator("gemm");
-  Config c = {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128},
-              {"cluster", 2}};
+  Config c = {{"bm", 128},   {"bn", 128},      {"bk", 32},
+              {"stages", 3}, {"threads", 128}, {"cluster", 2}};
   EXPECT_NO_THROW(validate_knobs(gemm, c, "sm_90a"));
   EXPECT_NO_THROW(validate_knobs(gemm, c, "cpu")); // the interpreter ignores clusters
   std::string m = message_of([&] { validate_knobs(gemm, c, "sm_80"); });
-  EXPECT_NE(m.find("cluster=2 is not available on sm_80; there cluster takes [1, 1]"), std::string::npos)
+  EXPECT_NE(m.find("cluster=2 is not available on sm_80; there cluster takes [1, 1]"),
+            std::string::npos)
       << m;
   const Operator& att = find_operator("attention");
   Config a = {{"bm", 64}, {"bn", 64}, {"stages", 2}, {"threads", 128}, {"persistent", 1}};
@@ -96,10 +98,13 @@ TEST(OperatorInterface, TheDefaultGridIsTheKernelsOwn) {
 TEST(OperatorInterface, TheHostFrameworkIsTheReferenceOverEveryOutput) {
   for (const char* name : {"gemm", "attention"}) {
     const Operator& op = find_operator(name);
-    Problem p = std::string(name) == "gemm"
-                    ? gemm_problem(33, 70, 19, "tn")
-                    : attention_problem({{"B", "2"}, {"H", "2"}, {"S", "33"}, {"D", "16"},
-                                         {"causal", "1"}, {"lse", "1"}});
+    Problem p = std::string(name) == "gemm" ? gemm_problem(33, 70, 19, "tn")
+                                            : attention_problem({{"B", "2"},
+                                                                 {"H", "2"},
+                                                                 {"S", "33"},
+                                                                 {"D", "16"},
+                                                                 {"causal", "1"},
+                                                                 {"lse", "1"}});
     std::vector<HostTensor> args = op.make_args(p, 11);
     op.run_host_framework(p, args);
     for (int o : op.outputs(p)) {
@@ -151,8 +156,7 @@ TEST(OperatorInterface, ProblemsComeFromTensorShapes) {
 
 TEST(OperatorInterface, TheRegistryKnowsEachNameOnce) {
   std::string m = message_of([] { find_operator("gemmm"); });
-  EXPECT_NE(m.find("unknown operator 'gemmm'; known operators: gemm, attention"),
-            std::string::npos)
+  EXPECT_NE(m.find("unknown operator 'gemmm'; known operators: gemm, attention"), std::string::npos)
       << m;
   EXPECT_NE(m.find("--plugin"), std::string::npos) << m;
   EXPECT_EQ(operator_origin("gemm"), "built-in");

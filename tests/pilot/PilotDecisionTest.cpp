@@ -60,7 +60,8 @@ TEST(PilotDecision, FastKernelIsReleasedAndTheReleaseReadsBack) {
   ASSERT_NE(e, nullptr) << why;
   EXPECT_EQ(e->config.at("bm"), 128);
   ASSERT_FALSE(e->cubin_file.empty());
-  EXPECT_EQ(release::read_text(dir + "/release/" + e->cubin_file), std::string("FAKECUBIN\0\x01\x02", 12));
+  EXPECT_EQ(release::read_text(dir + "/release/" + e->cubin_file),
+            std::string("FAKECUBIN\0\x01\x02", 12));
   EXPECT_EQ(rel.find("sm_80", gemm(64, 64, 64), &why), nullptr);
   EXPECT_EQ(why, "device sm_80 is not the released sm_90a");
   EXPECT_EQ(rel.find("sm_90a", gemm(64, 64, 64, "nn", DType::f16), &why), nullptr);

@@ -9,8 +9,8 @@
 #include "PilotTestSupport.h"
 #include "ops/Check.h"
 #include "pilot/Pilot.h"
-#include "release/ReleaseManifest.h"
 #include "pilot/Repro.h"
+#include "release/ReleaseManifest.h"
 
 using namespace tp;
 using namespace tp::pilot;

@@ -36,7 +36,8 @@ TEST(PluginLoad, AGoodPluginRegistersItsOperatorOnce) {
   ops::load_plugin(module(6));
   ops::load_plugin(module(6)); // the same file again: a no-op, not a name clash
   EXPECT_TRUE(registered("plugin_test_good"));
-  EXPECT_EQ(ops::operator_origin("plugin_test_good").find("libbad_plugin_6.so") != std::string::npos,
+  EXPECT_EQ(ops::operator_origin("plugin_test_good").find("libbad_plugin_6.so") !=
+                std::string::npos,
             true);
   auto all = ops::all_operators();
   EXPECT_EQ(std::count_if(all.begin(), all.end(),

@@ -48,7 +48,8 @@ void add_model_command(CLI::App& app, int* rc) {
                   "more model settings, e.g. hidden=2048,heads=16,kv_heads=4,ffn=8192,logits=all");
   cmd->add_option("--backend", a->backend, "cuda (default) | cpu (interpreter; tiny models)");
   cmd->add_option("--release", a->releases, "a pilot release/ folder (repeat per operator)");
-  cmd->add_option("--ops", a->ops, "operators the kernel run dispatches (default: every operator the model calls)");
+  cmd->add_option("--ops", a->ops,
+                  "operators the kernel run dispatches (default: every operator the model calls)");
   cmd->add_flag("--pin-defaults", a->pin_defaults,
                 "pin operators without a release to their default config (untested kernels)");
   cmd->add_option("--disable", a->disable, "libraries to treat as missing: NVRTC,cuBLASLt,cuDNN");

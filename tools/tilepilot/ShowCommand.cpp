@@ -2,9 +2,9 @@
 #include <iostream>
 
 #include "CliSupport.h"
-#include "compile/Lower.h"
 #include "Commands.h"
 #include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
 #include "ir/IRPrinter.h"
 #include "ops/Operator.h"
 #include "pilot/ConfigCheck.h"

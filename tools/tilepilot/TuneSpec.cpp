@@ -8,8 +8,8 @@
 #include "TuneShared.h"
 #include "autotune/Policy.h"
 #include "autotune/ShapeTuning.h"
-#include "release/Files.h"
 #include "pilot/Spec.h"
+#include "release/Files.h"
 #include "tilepilot/error.h"
 
 namespace tp::cli {

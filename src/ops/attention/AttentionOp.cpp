@@ -139,23 +139,29 @@ std::vector<Knob> AttentionOp::knobs(const std::string& arch) const {
   const bool hopper = arch == "sm_90a";
   // The interpreter ("cpu") takes every config some GPU arch takes.
   const bool tma = arch != "sm_80";
-  return {
-      {"bm", {64, 128, 192}, "query rows per block (a multiple of 16; 192: three consumer "
-                             "warpgroups)", 16, 512},
-      {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, 512},
-      {"stages", {1, 2, 3}, "pipeline depth", 1, 4},
-      {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024},
-      // The persistent schedule exists for warp-specialized (TMA) kernels only.
-      {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-       "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
-      // Ping-pong turns were slower than free-running warpgroups on 7 of 8 shapes (6-14 %,
-      // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
-      {"pingpong", {0}, "1: consumer warpgroups alternate gemms and the row statistics (sm_90a)",
-       0, tma ? 1 : 0},
-      // The deferred second gemm (overlap=1) is the sm_90a default; it needs warp-specialized
-      // TMA kernels.
-      {"overlap", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-       "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0}};
+  return {{"bm",
+           {64, 128, 192},
+           "query rows per block (a multiple of 16; 192: three consumer "
+           "warpgroups)",
+           16,
+           512},
+          {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, 512},
+          {"stages", {1, 2, 3}, "pipeline depth", 1, 4},
+          {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024},
+          // The persistent schedule exists for warp-specialized (TMA) kernels only.
+          {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+           "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
+          // Ping-pong turns were slower than free-running warpgroups on 7 of 8 shapes (6-14 %,
+          // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
+          {"pingpong",
+           {0},
+           "1: consumer warpgroups alternate gemms and the row statistics (sm_90a)",
+           0,
+           tma ? 1 : 0},
+          // The deferred second gemm (overlap=1) is the sm_90a default; it needs warp-specialized
+          // TMA kernels.
+          {"overlap", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+           "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -243,8 +249,7 @@ void AttentionOp::validate(const Problem&, const Config& c) const {
   for (const char* k : {"bm", "bn", "stages", "threads"})
     if (!c.count(k)) user_error() << "attention: config is missing " << k;
   if (c.at("bm") % 16 || c.at("bn") % 16)
-    user_error() << "attention: bm and bn must be positive multiples of 16, got "
-                 << config_str(c);
+    user_error() << "attention: bm and bn must be positive multiples of 16, got " << config_str(c);
 }
 
 AttentionVariant AttentionOp::variant(const Problem& p) {
@@ -321,7 +326,7 @@ std::vector<double> AttentionOp::reference(const Problem& p, const std::vector<H
   int64_t H = p.at("H"), S = p.at("S"), D = p.at("D"), Skv = p.at("Skv"), Hkv = p.at("Hkv");
   bool causal = p.get("causal", 0) != 0;
   const double scale = p.options.count("scale") ? std::stod(p.options.at("scale"))
-                                               : 1.0 / std::sqrt(static_cast<double>(D));
+                                                : 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<int64_t> L = key_lengths(p);
   bool want_lse = box.tensor == 4;
   int64_t b = box.min[0], h = box.min[1], hk = h / (H / Hkv);

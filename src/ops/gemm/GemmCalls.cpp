@@ -6,8 +6,7 @@ namespace tp::ops {
 void Dispatcher::gemm(const HostTensor& A, const HostTensor& B, HostTensor& C,
                       const std::string& layout) {
   // run() only writes the outputs; the inputs are passed as non-const for the one signature.
-  run("gemm", {const_cast<HostTensor*>(&A), const_cast<HostTensor*>(&B), &C},
-      {{"layout", layout}});
+  run("gemm", {const_cast<HostTensor*>(&A), const_cast<HostTensor*>(&B), &C}, {{"layout", layout}});
 }
 
 void Dispatcher::gemm(const DeviceView& A, const DeviceView& B, const DeviceView& C,

@@ -60,24 +60,23 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
   // kernels use (clusters, persistence).
   const bool tma = arch != "sm_80";
   // `values` is what the tuner searches on `arch`; min..max what a config may set.
-  return {
-      {"bm", {64, 128, 256}, "block tile rows (a multiple of 16)", 16, 512},
-      {"bn", {64, 128, 192, 256}, "block tile columns (a multiple of 16)", 16, 512},
-      // sm_90a: 64 bf16 = the 128-byte rows of the swizzled TMA/wgmma layout.
-      {"bk", hopper ? std::vector<int64_t>{64} : std::vector<int64_t>{32, 64},
-       "reduction step (a multiple of 16)", 16, 256},
-      // A 1-stage pipeline never overlaps copy and compute; the tuner does not spend time on
-      // it, and the sm_90a default for small tiles runs 8.
-      {"stages", {2, 3, 4, 5}, "pipeline depth", 1, 8},
-      {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024},
-      {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)", 0, 64},
-      // Clusters multicast TMA loads; without TMA the annotation would be dropped.
-      {"cluster", hopper ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1},
-       "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)", 1, tma ? 2 : 1, 1},
-      // Persistent GEMM blocks were never faster on the H200 (device run s2, 2026-11-30: 8192^3
-      // +1.1 % time, M=128 +10 %, 4096^3 nt -0.2 %), so the tuner leaves them out; a --space
-      // that names the knob still tries them. The schedule exists for TMA kernels only.
-      {"persistent", {0}, "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0}};
+  return {{"bm", {64, 128, 256}, "block tile rows (a multiple of 16)", 16, 512},
+          {"bn", {64, 128, 192, 256}, "block tile columns (a multiple of 16)", 16, 512},
+          // sm_90a: 64 bf16 = the 128-byte rows of the swizzled TMA/wgmma layout.
+          {"bk", hopper ? std::vector<int64_t>{64} : std::vector<int64_t>{32, 64},
+           "reduction step (a multiple of 16)", 16, 256},
+          // A 1-stage pipeline never overlaps copy and compute; the tuner does not spend time on
+          // it, and the sm_90a default for small tiles runs 8.
+          {"stages", {2, 3, 4, 5}, "pipeline depth", 1, 8},
+          {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024},
+          {"swizzle", {0, 4, 8, 16}, "block rasterization panel width (0: row-major)", 0, 64},
+          // Clusters multicast TMA loads; without TMA the annotation would be dropped.
+          {"cluster", hopper ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1},
+           "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)", 1, tma ? 2 : 1, 1},
+          // Persistent GEMM blocks were never faster on the H200 (device run s2, 2026-11-30: 8192^3
+          // +1.1 % time, M=128 +10 %, 4096^3 nt -0.2 %), so the tuner leaves them out; a --space
+          // that names the knob still tries them. The schedule exists for TMA kernels only.
+          {"persistent", {0}, "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0}};
 }
 
 Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
