@@ -24,15 +24,20 @@
 namespace tp::ops {
 
 /// One tuning knob, defined once: what the tuner searches on an arch (`values`), what a config
-/// may set (`min`..`max`, checked by validate_knobs), and what leaving it out means (`neutral`:
-/// swizzle 0, cluster 1).
+/// may set (`min`..`max`, in steps of `multiple`), and what leaving it out means (`neutral`:
+/// swizzle 0, cluster 1). A knob whose neutral value it does not accept (bm's 0) is required:
+/// every config sets it.
+/// check_config is the one check of all of this; Operator::validate adds only the rules
+/// between knobs and the problem.
 struct Knob {
   std::string name;
   std::vector<int64_t> values;
   std::string help;
   int64_t min = 0, max = 0; // both 0: exactly the values in `values`
   int64_t neutral = 0;
+  int64_t multiple = 1; // with min..max: the value must be a multiple of this (threads: 32)
   bool accepts(int64_t v) const;
+  bool required() const { return !accepts(neutral); }
 };
 
 /// One kernel argument's dtype and shape, before any memory exists.
@@ -114,12 +119,14 @@ public:
 
   // --- knobs -----------------------------------------------------------------------------
   /// The knobs on `arch` ("cpu", "sm_80", "sm_90a"), each with the values the tuner searches
-  /// there and the range a config may set.
+  /// there and the range a config may set. The interpreter's ("cpu") accept every config that
+  /// some GPU arch accepts.
   virtual std::vector<Knob> knobs(const std::string& arch) const = 0;
   /// The config used when none is given, for `arch`.
   virtual Config default_config(const Problem& p, const std::string& arch) const = 0;
-  /// User error when `c` is not valid for `p` beyond the knobs' own ranges (a tile that does
-  /// not divide, threads that do not fit).
+  /// User error when `c` is not valid for `p` beyond the knobs' own definitions (a tile that
+  /// does not divide, threads that do not fit). Called by check_config after the knobs are
+  /// known to be present and in range, so it may read every required knob.
   virtual void validate(const Problem& p, const Config& c) const = 0;
 
   // --- the kernel ------------------------------------------------------------------------
@@ -132,9 +139,11 @@ public:
   virtual std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const;
   /// Indices of the arguments that are outputs.
   virtual std::vector<int> outputs(const Problem& p) const = 0;
-  /// The output boxes block (x, y, z) writes.
+  /// The output boxes block (x, y, z) writes. Default: read from the built kernel's writes
+  /// (copies, fills and element stores into the outputs, evaluated for this block); user error
+  /// when a write's position depends on loaded data, and the operator must then override it.
   virtual std::vector<Box> block_outputs(const Problem& p, const Config& c,
-                                         const std::array<int64_t, 3>& block) const = 0;
+                                         const std::array<int64_t, 3>& block) const;
   /// The launch grid: by default the built kernel's own grid with its Dims bound by
   /// arg_specs().
   virtual std::array<int64_t, 3> grid(const Problem& p, const Config& c) const;
@@ -191,6 +200,14 @@ public:
 /// User error naming the knob when `c` sets one `op` does not have on `arch` or a value
 /// outside its range.
 void validate_knobs(const Operator& op, const Config& c, const std::string& arch);
+/// The one check of a config wherever one enters (a flag, a spec, a release, Python, the
+/// tuner): its knobs exist on `arch` and are in range (validate_knobs), every required knob is
+/// set, then the operator's own rules (Operator::validate). User error naming the first fault.
+void check_config(const Operator& op, const Problem& p, const Config& c, const std::string& arch);
+/// What a partial config means: the knobs of `given` over op's default for `p` on `arch`,
+/// checked with check_config.
+Config complete_config(const Operator& op, const Problem& p, const std::string& arch,
+                       const Config& given);
 
 /// Adds `op` to the registry. User error when an operator of that name exists.
 void register_operator(std::shared_ptr<const Operator> op, const std::string& origin = "");

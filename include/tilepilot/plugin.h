@@ -19,7 +19,7 @@
 #include "tilepilot/operator.h"
 
 /// Bumped whenever a change to the public headers breaks plug-ins built before it.
-#define TILEPILOT_PLUGIN_ABI 1
+#define TILEPILOT_PLUGIN_ABI 2 // 2: Knob::multiple
 
 namespace tp::ops {
 

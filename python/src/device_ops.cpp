@@ -183,7 +183,7 @@ nb::dict pin_defaults(const std::string& op,
     }
     if (!seen.insert(p.shape_str()).second) continue; // one pin per problem
     ops::Config c = o.default_config(p, dev.arch);
-    o.validate(p, c);
+    ops::check_config(o, p, c, dev.arch);
     nb::dict e;
     e["shape"] = p.shape_str();
     e["config"] = c;

@@ -55,9 +55,8 @@ OutArray to_numpy(const HostTensor& t) {
 
 ops::Config config_for(const ops::Operator& op, const ops::Problem& p,
                        const std::optional<ops::Config>& given) {
-  if (!given || given->empty()) return op.default_config(p, "cpu");
-  op.validate(p, *given);
-  return *given;
+  // Knobs left out come from the interpreter's default config.
+  return ops::complete_config(op, p, "cpu", given ? *given : ops::Config{});
 }
 
 void interpret(const Kernel& k, std::vector<HostTensor*> args) {

@@ -35,10 +35,7 @@ std::string check_json(const std::string& op_name, const std::map<std::string, s
   o.seed = seed;
   o.atol = atol;
   o.rtol = rtol;
-  if (config && !config->empty()) {
-    op.validate(p, *config);
-    o.config = *config;
-  }
+  if (config && !config->empty()) o.config = ops::complete_config(op, p, o.arch, *config);
   ops::CheckResult r;
   {
     nb::gil_scoped_release unlocked;

@@ -67,20 +67,13 @@ std::vector<ops::Knob> restrict_space(std::vector<ops::Knob> space, const std::s
         known += (known.empty() ? "" : ", ") + k.name;
       user_error() << "--space: unknown knob '" << name << "'; knobs are " << known;
     }
+    // Values outside the knob's domain are pruned as invalid, with check_config's reason.
     std::vector<int64_t> parsed;
     std::stringstream ss(values);
     std::string item;
-    while (std::getline(ss, item, '|')) {
-      size_t pos = 0;
-      long long v = -1;
-      try {
-        v = std::stoll(item, &pos);
-      } catch (const std::exception&) {}
-      if (v < 0 || pos != item.size() || item.empty())
-        user_error() << "--space: " << name << "=" << values << ": '" << item
-                     << "' is not a non-negative integer; write e.g. " << name << "=64|128";
-      parsed.push_back(v);
-    }
+    while (std::getline(ss, item, '|'))
+      parsed.push_back(ops::parse_knob_value(name, item, "--space"));
+    if (values.back() == '|') ops::parse_knob_value(name, "", "--space"); // "64|": a value missing
     it->values = parsed;
   }
   return space;
@@ -97,8 +90,7 @@ Candidate estimate(const ops::Operator& op, const ops::Problem& p, const TargetL
   };
   ops::Estimate e;
   try {
-    op.validate(p, c);
-    ops::validate_knobs(op, c, t.arch);
+    ops::check_config(op, p, c, t.arch);
     e = op.estimate(p, c, t.arch);
   } catch (const UserError& err) {
     return prune("invalid", reason_text(err));

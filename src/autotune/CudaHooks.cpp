@@ -63,7 +63,7 @@ cuda::LoweredKernel lower_for_args(const Kernel& k, const std::string& arch,
 
 CompiledCandidate compile(Shared& s, const ops::Config& c) {
   // Builder, verifier and lowering reject invalid configs with a UserError (verify_failed).
-  s.op->validate(s.problem, c);
+  ops::check_config(*s.op, s.problem, c, s.arch);
   auto art = std::make_shared<Artifact>();
   art->kernel = s.op->build(s.problem, c);
   cuda::LoweredKernel lk = lower_for_args(art->kernel, s.arch, s.args());

@@ -61,9 +61,9 @@ std::string ms_str(double ms) {
 
 // The config after checking it against the operator; nullopt (with *why) when rejected.
 std::optional<ops::Config> valid(const ops::Operator& op, const ops::Problem& p,
-                                 const ops::Config& c, std::string* why) {
+                                 const ops::Config& c, const std::string& arch, std::string* why) {
   try {
-    op.validate(p, c);
+    ops::check_config(op, p, c, arch);
     return c;
   } catch (const UserError& e) {
     *why = reason_text(e);
@@ -80,7 +80,7 @@ Choice choose_pinned(const Policy& policy, const ops::Operator& op, const ops::P
     return c;
   }
   std::string why;
-  if (auto ok = valid(op, p, *pinned, &why)) return {*ok, "pinned", "pinned for this key"};
+  if (auto ok = valid(op, p, *pinned, d.arch, &why)) return {*ok, "pinned", "pinned for this key"};
   c.reason = "the pinned config " + ops::config_str(*pinned) + " is rejected: " + why;
   return c;
 }
@@ -92,7 +92,7 @@ Choice choose_adaptive(const Policy& policy, const ops::Operator& op, const ops:
   const ops::Config dflt = op.default_config(p, d.arch);
   std::string why;
   if (std::optional<DbEntry> e = db.get(key)) {
-    if (auto ok = valid(op, p, e->config, &why))
+    if (auto ok = valid(op, p, e->config, d.arch, &why))
       return {*ok, "db", "tuned earlier (" + e->written_at + ", " + ms_str(e->ms_median) + ")"};
     why = "the stored config " + ops::config_str(e->config) + " is rejected (" + why + "); ";
   }

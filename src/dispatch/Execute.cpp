@@ -2,6 +2,7 @@
 // remembered so it is not retried) or the fallback, then the counters.
 #include "dispatch/DispatcherImpl.h"
 #include "dispatch/HostRun.h"
+#include "ops/CudaCheck.h"
 
 namespace tp::dispatch {
 
@@ -52,7 +53,10 @@ void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<HostTens
       }
       if (!k.defined()) {
         try {
-          k = find_operator(p.op).build(p, cfg);
+          // A release's config is checked like any other before it is built.
+          const ops::Operator& op = find_operator(p.op);
+          ops::check_config(op, p, cfg, "cpu");
+          k = op.build(p, cfg);
           std::lock_guard<std::mutex> g(im.mu);
           im.host_kernels[key] = k;
         } catch (const Error& e) {
@@ -88,7 +92,11 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
       bool missing = false;
       try {
         // prepare() is a no-op once the variant these arguments need is loaded.
-        if (!ck) ck = dev.kernel(find_operator(p.op).build(p, cfg));
+        if (!ck) {
+          const ops::Operator& op = find_operator(p.op);
+          ops::check_config(op, p, cfg, ops::device_arch());
+          ck = dev.kernel(op.build(p, cfg));
+        }
         dev.prepare(*ck, a, &missing);
         std::lock_guard<std::mutex> g(im.mu);
         im.device_kernels[key] = ck;

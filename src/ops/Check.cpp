@@ -88,6 +88,7 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
 
   // Before anything is allocated: a problem too large for this host is bad input.
   require_memory(op, p, "check");
+  check_config(op, p, r.config, o.arch);
   Kernel k = op.build(p, r.config);
   std::vector<HostTensor> args = op.make_args(p, o.seed);
   std::array<int64_t, 3> g = op.grid(p, r.config);

@@ -9,6 +9,7 @@
 
 #include "codegen/cuda/LoweredKernel.h"
 #include "ir/ArgBinding.h"
+#include "ops/OutputBoxes.h"
 
 namespace tp::ops {
 
@@ -34,7 +35,7 @@ std::string Problem::shape_str() const {
 
 bool Knob::accepts(int64_t v) const {
   if (min == 0 && max == 0) return std::find(values.begin(), values.end(), v) != values.end();
-  return v >= min && v <= max;
+  return v >= min && v <= max && (multiple <= 1 || v % multiple == 0);
 }
 
 void validate_knobs(const Operator& op, const Config& c, const std::string& arch) {
@@ -56,7 +57,8 @@ void validate_knobs(const Operator& op, const Config& c, const std::string& arch
           range << (i ? ", " : "") << it->values[i];
         range << " (one of these)";
       } else {
-        range << "[" << it->min << ", " << it->max << "]";
+        range << (it->multiple > 1 ? "a multiple of " + std::to_string(it->multiple) + " in " : "")
+              << "[" << it->min << ", " << it->max << "]";
       }
       // A value some other arch takes is "not available" here, rather than out of range.
       bool elsewhere = false;
@@ -71,6 +73,25 @@ void validate_knobs(const Operator& op, const Config& c, const std::string& arch
                    << ": " << it->help;
     }
   }
+}
+
+void check_config(const Operator& op, const Problem& p, const Config& c, const std::string& arch) {
+  validate_knobs(op, c, arch);
+  for (const Knob& k : op.knobs(arch))
+    if (k.required() && !c.count(k.name))
+      user_error() << op.name() << ": config " << (c.empty() ? "{}" : config_str(c))
+                   << " is missing " << k.name << " (" << k.help << "); set it, or give only "
+                   << "the knobs to change and let the default config fill the rest";
+  op.validate(p, c);
+}
+
+Config complete_config(const Operator& op, const Problem& p, const std::string& arch,
+                       const Config& given) {
+  Config c = op.default_config(p, arch);
+  for (const auto& [k, v] : given)
+    c[k] = v;
+  check_config(op, p, c, arch);
+  return c;
 }
 
 std::pair<double, double> Operator::tolerance(DType t) const {
@@ -126,6 +147,25 @@ std::array<int64_t, 3> Operator::grid(const Problem& p, const Config& c) const {
   return g;
 }
 
+std::vector<Box> Operator::block_outputs(const Problem& p, const Config& c,
+                                         const std::array<int64_t, 3>& block) const {
+  // Check asks for a handful of blocks of one kernel in a row: keep the last one built.
+  thread_local std::string last_key;
+  thread_local Kernel last;
+  const std::string key = name() + "|" + p.shape_str() + "|" + dtype_name(p.dtype) + "|" +
+                          config_str(c);
+  if (key != last_key || !last.defined()) {
+    last = build(p, c);
+    last_key = key;
+  }
+  std::optional<std::vector<Box>> boxes = output_boxes(last, arg_specs(p), outputs(p), block);
+  if (!boxes)
+    user_error() << name() << ": which output elements a block writes cannot be read from the "
+                 << "kernel (a write's position depends on loaded data or is not a box); "
+                 << "override Operator::block_outputs to say it";
+  return *boxes;
+}
+
 void Operator::run_host_framework(const Problem& p, std::vector<HostTensor>& args) const {
   // Every output element lies in the box of exactly one block, so the blocks' boxes of any
   // config cover the outputs; the interpreter's default config is valid for every problem.
@@ -157,7 +197,9 @@ void Operator::run_host_framework(const Problem& p, std::vector<HostTensor>& arg
 Estimate Operator::estimate(const Problem& p, const Config& c, const std::string& arch) const {
   // The compiler's own plan: lowering needs no NVRTC and no GPU. Registers are left to the
   // ptxas report after compiling.
-  cuda::LoweredKernel lk = cuda::lower_kernel(build(p, c), passes::Target::parse(arch));
+  passes::Target t = passes::Target::parse(arch);
+  t.enforce_smem_limit = false; // the tuner compares the plan with the device's limit
+  cuda::LoweredKernel lk = cuda::lower_kernel(build(p, c), t);
   Estimate e;
   e.smem_bytes = lk.smem_bytes;
   e.block_threads = lk.block_threads;
@@ -189,18 +231,24 @@ std::map<std::string, std::string> parse_kv(const std::string& text, const char*
   return out;
 }
 
+int64_t parse_knob_value(const std::string& knob, const std::string& text,
+                         const std::string& where) {
+  size_t pos = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &pos);
+  } catch (const std::exception&) {}
+  if (text.empty() || pos != text.size() || v < 0)
+    user_error() << where << ": " << knob << "=" << text << ": '" << text
+                 << "' is not a non-negative integer; write e.g. " << knob
+                 << (where == "--space" ? "=64|128" : "=128");
+  return v;
+}
+
 Config parse_config(const std::string& text) {
   Config c;
-  for (const auto& [k, v] : parse_kv(text, "--config")) {
-    try {
-      size_t pos = 0;
-      long long x = std::stoll(v, &pos);
-      if (pos != v.size()) throw std::invalid_argument(v);
-      c[k] = x;
-    } catch (const std::exception&) {
-      user_error() << "malformed --config: " << k << "=" << v << " is not an integer";
-    }
-  }
+  for (const auto& [k, v] : parse_kv(text, "--config"))
+    c[k] = parse_knob_value(k, v, "--config");
   return c;
 }
 

@@ -84,7 +84,7 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
   int64_t limit =
       k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
-  if (out.total_bytes > limit) {
+  if (t.enforce_smem_limit && out.total_bytes > limit) {
     std::ostringstream os;
     ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
       if (const auto* a = ir::as<ir::Allocate>(s); a && out.slots.count(a->buffer->uid)) {

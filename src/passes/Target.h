@@ -10,6 +10,9 @@ struct Target {
   /// TMA needs every TMA-loaded tensor's row pitch to be a multiple of 16 bytes; launch picks a
   /// variant compiled without TMA when a problem's shapes break that (see codegen/cuda).
   bool allow_tma = true;
+  /// False: plan only (a tuner's estimate), and let the caller compare the shared memory it
+  /// needs with the device's; true: a kernel over the limit is a user error.
+  bool enforce_smem_limit = true;
 
   bool sm90() const { return arch == "sm_90a"; }
   bool wgmma() const { return sm90(); }

@@ -8,7 +8,7 @@ namespace tp::perf {
 CompileReport measure_compile(const ops::Operator& op, const ops::Problem& p, const ops::Config& c,
                               const std::string& arch,
                               const std::vector<cuda::DeviceTensor>& args) {
-  op.validate(p, c);
+  ops::check_config(op, p, c, arch);
   CompileReport r;
   auto t0 = std::chrono::steady_clock::now();
   r.kernel = op.build(p, c);

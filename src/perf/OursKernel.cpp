@@ -3,13 +3,20 @@
 
 namespace tp::perf {
 
+namespace {
+Kernel checked_build(const ops::Operator& op, const ops::Problem& p, const ops::Config& c) {
+  ops::check_config(op, p, c, ops::device_arch());
+  return op.build(p, c);
+}
+} // namespace
+
 ops::DeviceArgs upload_args(const ops::Operator& op, const ops::Problem& p, uint64_t seed) {
   return ops::DeviceArgs::upload(op.make_args(p, seed));
 }
 
 OursKernel::OursKernel(const ops::Operator& op, const ops::Problem& p, const ops::Config& c,
                        const std::vector<cuda::DeviceTensor>& args)
-    : OursKernel(op.build(p, c), args) {} // build() validates the config
+    : OursKernel(checked_build(op, p, c), args) {}
 
 OursKernel::OursKernel(const Kernel& k, const std::vector<cuda::DeviceTensor>& args)
     : arch_(ops::device_arch()), args_(args),

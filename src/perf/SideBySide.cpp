@@ -31,7 +31,7 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   r.arch = ops::device_arch(); // user error without a GPU, before any work
   std::string why;
   if (auto info = rt::device_info(rt::selected_device_ordinal(), &why)) r.device = info->name;
-  op.validate(p, c);
+  ops::check_config(op, p, c, r.arch);
   r.config = c;
   r.flops = op.flops(p);
   if (o.check_first) {

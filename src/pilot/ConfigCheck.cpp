@@ -22,20 +22,14 @@ std::string config_problem(const ops::Operator& op, const ops::Problem& p, const
                            const ops::Config& c) {
   if (std::string why = arch_problem(arch); !why.empty()) return why;
   if (std::string why = op.unsupported_on(p, arch); !why.empty()) return why;
-  // Knobs of sm_90a's TMA and warp-specialized schedules, with the value that means "off".
-  static const std::vector<std::pair<std::string, int64_t>> kSm90Only = {
-      {"persistent", 0}, {"cluster", 1}, {"overlap", 0}, {"pingpong", 0}};
-  if (arch != "sm_90a")
-    for (const auto& [k, off] : kSm90Only)
-      if (auto v = c.find(k); v != c.end() && v->second != off)
-        return k + "=" + std::to_string(v->second) + " is not available on " + arch +
-               " (it needs sm_90a's TMA and warp specialization); set " + k + "=" +
-               std::to_string(off) + " or drop it";
   autotune::Candidate est = autotune::estimate(op, p, autotune::TargetLimits::for_arch(arch), c);
-  if (est.category == "smem" || est.category == "invalid")
-    return "config " + ops::config_str(c) + " cannot run " + p.shape_str() + " " +
-           dtype_name(p.dtype) + " on " + arch + ": " + est.reason +
-           "; pin a smaller config (e.g. fewer stages or smaller tiles) or drop the dtype";
+  // An invalid config's reason says how to fix it (check_config's words); one that does not fit
+  // in shared memory needs a smaller one.
+  const std::string head = "config " + ops::config_str(c) + " cannot run " + p.shape_str() + " " +
+                           dtype_name(p.dtype) + " on " + arch + ": " + est.reason;
+  if (est.category == "invalid") return head;
+  if (est.category == "smem")
+    return head + "; pin a smaller config (e.g. fewer stages or smaller tiles) or drop the dtype";
   return "";
 }
 

@@ -44,7 +44,7 @@ ops::CheckResult run_case(const ReproCase& c, const Backends& b) {
   o.atol = c.atol;
   o.rtol = c.rtol;
   o.flop_budget = c.flop_budget;
-  op->validate(c.problem, c.config);
+  ops::check_config(*op, c.problem, c.config, c.arch);
   if (c.backend == "cpu") return ops::check(*op, c.problem, o);
   if (c.backend != "cuda") user_error() << "unknown backend '" << c.backend << "'; use cpu or cuda";
   if (!b.check_cuda)

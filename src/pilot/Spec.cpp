@@ -361,12 +361,20 @@ private:
     YAML::Node c = root_["config"];
     if (!c.IsDefined() || c.IsNull()) return;
     if (!c.IsMap()) r_.fail(c, "config must be a map of knobs", "write e.g. config: {bm: 128}");
-    for (auto it = c.begin(); it != c.end(); ++it)
-      s_.config[it->first.Scalar()] =
-          r_.integer(it->second, "config." + it->first.Scalar(), it->first.Scalar() + ": 128");
+    // Knob values go through the one knob parser, as --config and --space do.
+    for (auto it = c.begin(); it != c.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      const std::string text = r_.string(it->second, "config." + k, k + ": 128");
+      try {
+        s_.config[k] = ops::parse_knob_value(k, text, "config." + k);
+      } catch (const UserError& e) {
+        auto [what, fix] = split_message(e.what(), "write e.g. " + k + ": 128");
+        r_.fail(it->second, what, fix);
+      }
+    }
     try {
       ops::Problem p = s_.representative.front().problem(s_.op, s_.dtypes.front());
-      op_->validate(p, pinned_config(*op_, p, s_.device, s_.config));
+      ops::check_config(*op_, p, pinned_config(*op_, p, s_.device, s_.config), s_.device);
     } catch (const UserError& e) {
       auto [what, fix] = split_message(e.what(), "see `tilepilot ops` for the knobs");
       r_.fail(c, "config: " + what, fix);

@@ -86,18 +86,28 @@ TEST(ConfigSpace, SharedMemoryOverTheDeviceLimitIsPrunedWithTheNumbers) {
   const auto& gemm = ops::find_operator("gemm");
   ops::Config c{{"bm", 256}, {"bn", 256}, {"bk", 64}, {"stages", 5}, {"threads", 384}};
   Candidate h = estimate(gemm, gemm_problem(), TargetLimits::for_arch("sm_90a"), c);
-  // 5 stages x (256x64 + 64x256) bf16 + 5 x 2 mbarriers.
-  EXPECT_EQ(h.smem_bytes, 5 * (256 * 64 + 64 * 256) * 2 + 5 * 2 * 8);
+  // Three warpgroups do not split four 64-row slabs, so it is not lowered: 5 stages x (256x64 +
+  // 64x256) bf16 tiles.
+  EXPECT_EQ(h.smem_bytes, 5 * (256 * 64 + 64 * 256) * 2);
   EXPECT_EQ(h.category, "smem");
-  EXPECT_NE(h.reason.find("shared memory 320.1 KB > 227.0 KB per block on sm_90a"),
+  EXPECT_NE(h.reason.find("shared memory 320.0 KB > 227.0 KB per block on sm_90a"),
             std::string::npos)
       << h.reason;
-  // Fits the 227 KB of sm_90a, not the 163 KB of sm_80.
+  // The compiler's plan: 5 stages of A and B tiles and 5 x 2 + 1 mbarriers on sm_90a.
   ops::Config mid{{"bm", 128}, {"bn", 192}, {"bk", 64}, {"stages", 5}, {"threads", 256}};
-  EXPECT_EQ(estimate(gemm, gemm_problem(), TargetLimits::for_arch("sm_90a"), mid).category, "");
+  Candidate h90 = estimate(gemm, gemm_problem(), TargetLimits::for_arch("sm_90a"), mid);
+  EXPECT_EQ(h90.category, "");
+  EXPECT_EQ(h90.smem_bytes, 5 * (128 * 64 + 64 * 192) * 2 + (5 * 2 + 1) * 8);
+  // On sm_80 the compiler keeps one stage of each tile today (no cp.async pipeline yet), and
+  // the estimate says what the compiler does, not what the knob asks for.
   Candidate a = estimate(gemm, gemm_problem(), TargetLimits::for_arch("sm_80"), mid);
-  EXPECT_EQ(a.category, "smem");
-  EXPECT_NE(a.reason.find("> 163.0 KB per block on sm_80"), std::string::npos) << a.reason;
+  EXPECT_EQ(a.category, "") << a.reason;
+  EXPECT_EQ(a.smem_bytes, (128 * 64 + 64 * 192) * 2);
+  // Over sm_80's 163 KB even in one stage: pruned with the numbers.
+  ops::Config big{{"bm", 512}, {"bn", 256}, {"bk", 128}, {"stages", 2}, {"threads", 1024}};
+  Candidate b = estimate(gemm, gemm_problem(), TargetLimits::for_arch("sm_80"), big);
+  EXPECT_EQ(b.category, "smem") << b.reason;
+  EXPECT_NE(b.reason.find("> 163.0 KB per block on sm_80"), std::string::npos) << b.reason;
 }
 
 TEST(ConfigSpace, AttentionSharedMemoryCountsQOnceAndKVPerStage) {
@@ -146,9 +156,11 @@ TEST(ConfigSpace, AccumulatorOverTheBlocksRegisterShareIsPruned) {
   // so there is no producer warpgroup).
   const auto& gemm = ops::find_operator("gemm");
   ops::Config g{{"bm", 192}, {"bn", 288}, {"bk", 64}, {"stages", 2}, {"threads", 384}};
+  // The compiler's plan puts that accumulator in shared memory (three warpgroups cannot hold
+  // 192 x 288 in wgmma fragments), so it is pruned there before the register model is asked.
   Candidate tma = estimate(gemm, gemm_problem(), h, g);
-  EXPECT_EQ(tma.category, "regs");
-  EXPECT_NE(tma.reason.find("144 registers per thread > 128"), std::string::npos) << tma.reason;
+  EXPECT_EQ(tma.category, "smem");
+  EXPECT_NE(tma.reason.find("shared memory 300.0 KB > 227.0 KB"), std::string::npos) << tma.reason;
   Candidate odd = estimate(gemm, gemm_problem(4096, 4096, 7), h, g);
   EXPECT_NE(odd.category, "regs") << odd.reason;
 }

@@ -254,14 +254,14 @@ TEST(DecodeAttention, BadConfigsAreRejectedNamingTheRule) {
   Problem wide = problem("B=2,H=64,Hkv=1,D=64,L=70,Sq=3");
   expect_error(
       [&] {
-        op().validate(wide, {{"bm", 64}, {"bn", 64}, {"stages", 2}});
+        check_config(op(), wide, {{"bm", 64}, {"bn", 64}, {"stages", 2}}, "cpu");
       },
       "missing threads");
   expect_error(
       [&] {
-        op().validate(wide, {{"bm", 8}, {"bn", 64}, {"stages", 2}, {"threads", 128}});
+        check_config(op(), wide, {{"bm", 8}, {"bn", 64}, {"stages", 2}, {"threads", 128}}, "cpu");
       },
-      "bm");
+      "bm=8 is out of range; bm takes a multiple of 16 in [16, 256]");
 }
 
 TEST(DecodeAttention, TensorsThatDoNotFitAreNamed) {

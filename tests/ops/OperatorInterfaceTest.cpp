@@ -54,6 +54,48 @@ TEST(OperatorInterface, KnobRangesAreCheckedOnceWithTheirRange) {
       << m;
 }
 
+TEST(OperatorInterface, OneConfigCheckForEveryOperatorAndArch) {
+  // For every operator: the default config passes check_config on its arch; leaving out a
+  // required knob names it; completing a partial config keeps the given knob and fills the rest.
+  for (const Operator* op : all_operators()) {
+    std::map<std::string, std::string> kv = op->example_shape();
+    if (kv.empty()) continue;
+    const Problem p = op->parse(kv, DType::bf16);
+    for (const std::string arch : {"cpu", "sm_80", "sm_90a"}) {
+      const Config c = op->default_config(p, arch);
+      EXPECT_NO_THROW(check_config(*op, p, c, arch)) << op->name() << " on " << arch;
+      for (const Knob& k : op->knobs(arch)) {
+        if (!k.required()) continue;
+        Config partial = c;
+        partial.erase(k.name);
+        std::string m = message_of([&] { check_config(*op, p, partial, arch); });
+        EXPECT_NE(m.find("is missing " + k.name), std::string::npos) << op->name() << ": " << m;
+        Config done = complete_config(*op, p, arch, {{k.name, c.at(k.name)}});
+        EXPECT_EQ(done, c) << op->name() << " on " << arch;
+      }
+    }
+  }
+}
+
+TEST(OperatorInterface, KnobDomainsIncludeTheirStep) {
+  const Operator& gemm = find_operator("gemm");
+  const Problem p = gemm_problem(256, 256, 256);
+  std::string m = message_of([&] { complete_config(gemm, p, "sm_90a", {{"bn", 72}}); });
+  EXPECT_NE(m.find("bn=72 is out of range on sm_90a; bn takes a multiple of 16 in [16, 512]"),
+            std::string::npos)
+      << m;
+  // Optional knobs (a neutral value they accept) may be left out; required ones may not.
+  for (const Knob& k : gemm.knobs("sm_90a"))
+    EXPECT_EQ(k.required(), k.name != "swizzle" && k.name != "cluster" && k.name != "persistent")
+        << k.name;
+  EXPECT_EQ(parse_knob_value("bm", "128", "--config"), 128);
+  for (const char* bad : {"", "1.5", "-4", "12x", "99999999999999999999"}) {
+    m = message_of([&] { parse_knob_value("bm", bad, "--space"); });
+    EXPECT_NE(m.find("is not a non-negative integer; write e.g. bm=64|128"), std::string::npos)
+        << bad << ": " << m;
+  }
+}
+
 TEST(OperatorInterface, TmaOnlyKnobsAreRefusedOnSm80) {
   const Operator& gemm = find_operator("gemm");
   Config c = {{"bm", 128},   {"bn", 128},      {"bk", 32},

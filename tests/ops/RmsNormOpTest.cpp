@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "ops/Operator.h"
 #include "ops/rmsnorm/RmsNorm.h"
 #include "tilepilot/tilepilot.h"
 
@@ -152,17 +153,18 @@ TEST(RmsNorm, BadInputIsRejectedWithItsName) {
       },
       "dtype i8 is not supported");
   Problem p = problem(4, 8192, 0);
-  expect_error([&] { rmsnorm::validate(p, {{"rows", 1}}); }, "config is missing threads");
+  const Operator& op = find_operator("rmsnorm");
+  expect_error([&] { check_config(op, p, {{"rows", 1}}, "cpu"); }, "is missing threads");
   expect_error(
       [&] {
-        rmsnorm::validate(p, {{"rows", 1}, {"threads", 100}});
+        check_config(op, p, {{"rows", 1}, {"threads", 100}}, "cpu");
       },
-      "threads=100 must be a multiple of 32");
+      "threads=100 is out of range; threads takes a multiple of 32 in [32, 1024]");
   expect_error(
       [&] {
-        rmsnorm::validate(p, {{"rows", 0}, {"threads", 128}});
+        check_config(op, p, {{"rows", 0}, {"threads", 128}}, "cpu");
       },
-      "rows=0 must be in [1, 16]");
+      "rows=0 is out of range; rows takes [1, 16]");
   expect_error(
       [&] {
         rmsnorm::validate(p, {{"rows", 2}, {"threads", 128}});

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ops/Operator.h"
 #include "ops/rope/Rope.h"
 #include "tilepilot/tilepilot.h"
 
@@ -190,12 +191,14 @@ TEST(Rope, BadInputIsRejectedWithItsName) {
   expect_error([&] { rope::parse(with("theta", "1"), DType::bf16); }, "unknown shape key 'theta'");
   expect_error([&] { rope::parse(ok, DType::f32); }, "dtype f32 is not supported");
   Problem p = problem({{"T", "4"}, {"H", "32"}, {"Hkv", "8"}, {"D", "128"}});
-  expect_error([&] { rope::validate(p, {{"threads", 128}}); }, "config is missing tokens");
+  const Operator& op = find_operator("rope");
+  expect_error([&] { check_config(op, p, {{"threads", 128}}, "cpu"); },
+               "is missing tokens (tokens per block)");
   expect_error(
       [&] {
-        rope::validate(p, {{"tokens", 1}, {"threads", 48}});
+        check_config(op, p, {{"tokens", 1}, {"threads", 48}}, "sm_90a");
       },
-      "threads=48 must be a multiple of 32");
+      "threads=48 is out of range on sm_90a; threads takes a multiple of 32 in [32, 1024]");
   expect_error(
       [&] {
         rope::validate(p, {{"tokens", 4}, {"threads", 64}});

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "ops/Operator.h"
 #include "ops/swiglu/SwiGlu.h"
 #include "tilepilot/tilepilot.h"
 
@@ -144,12 +145,13 @@ TEST(SwiGlu, BadInputIsRejectedWithItsName) {
       },
       "longer than a kernel indexes");
   Problem p = problem(4, 1000);
-  expect_error([&] { swiglu::validate(p, {{"bm", 1}, {"bn", 256}}); }, "config is missing threads");
+  const Operator& op = find_operator("swiglu");
+  expect_error([&] { check_config(op, p, {{"bm", 1}, {"bn", 256}}, "cpu"); }, "is missing threads");
   expect_error(
       [&] {
-        swiglu::validate(p, {{"bm", 65}, {"bn", 256}, {"threads", 128}});
+        check_config(op, p, {{"bm", 65}, {"bn", 256}, {"threads", 128}}, "cpu");
       },
-      "bm=65 must be in [1, 64]");
+      "bm=65 is out of range; bm takes [1, 64]");
   expect_error(
       [&] {
         swiglu::validate(p, {{"bm", 8}, {"bn", 1024}, {"threads", 128}});

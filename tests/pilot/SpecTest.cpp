@@ -217,8 +217,8 @@ TEST(PilotSpec, BadFallbackPolicyAndReference) {
 }
 
 TEST(PilotSpec, BadPinnedConfigAndFault) {
-  expect_error(kGood + "config: {bm: 100}\n", 16, 9, "config: gemm: bm, bn, bk must be",
-               "multiples of 16");
+  expect_error(kGood + "config: {bm: 100}\n", 16, 9, "config: gemm: config bm=100 is out of range",
+               "a multiple of 16");
   expect_error(kGood + "inject_fault: wrong_sign\n", 16, 15, "unknown inject_fault 'wrong_sign'",
                "wrong_scale");
   PilotSpec s = parse_spec(kGood + "config: {stages: 3}\ninject_fault: wrong_scale\n", "t.yaml");

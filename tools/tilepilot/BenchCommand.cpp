@@ -71,7 +71,8 @@ void run_bench(const Args& a, int* rc) {
   }
   if (!a.pinned.empty() && a.policy != "pinned")
     user_error() << "bench: --pinned goes with --policy pinned";
-  if (!a.config.empty()) op.validate(p, ops::parse_config(a.config));
+  // The knobs' names and ranges before anything else; the rest once the GPU's arch is known.
+  if (!a.config.empty()) ops::validate_knobs(op, ops::parse_config(a.config), "cpu");
   const uint64_t seed = parse_seed(a.seed, "--seed");
 
   std::string why;
@@ -93,7 +94,7 @@ void run_bench(const Args& a, int* rc) {
     *rc = 2;
     return;
   }
-  ops::Config c = a.config.empty() ? op.default_config(p, dev->arch) : ops::parse_config(a.config);
+  ops::Config c = ops::complete_config(op, p, dev->arch, ops::parse_config(a.config));
   // Before any buffer is allocated or kernel compiled: a problem or config this GPU cannot run.
   ops::require_memory(op, p, "bench", static_cast<double>(dev->total_memory_bytes));
   if (pilot::arch_problem(dev->arch).empty())

@@ -37,10 +37,9 @@ void add_check_command(CLI::App& app, int* rc) {
     o.seed = parse_seed(a->seed, "--seed");
     if (!a->atol.empty()) o.atol = parse_tolerance(a->atol, "--atol");
     if (!a->rtol.empty()) o.rtol = parse_tolerance(a->rtol, "--rtol");
-    if (!a->config.empty()) {
-      o.config = ops::parse_config(a->config);
-      op.validate(p, o.config);
-    }
+    // Knobs the flag leaves out come from the default config for the backend's arch.
+    if (!a->config.empty())
+      o.config = ops::complete_config(op, p, o.arch, ops::parse_config(a->config));
     if (o.backend == "cuda") {
       // The GPU kernel must exist for this problem and config before anything is compiled,
       // and the problem must fit in the device's memory as well as the host's.

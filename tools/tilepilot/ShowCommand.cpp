@@ -34,16 +34,12 @@ void add_show_command(CLI::App& app, int* rc) {
       kv.try_emplace(k, v);
     ops::Problem p = op.parse(kv, parse_dtype_or_fail(a->dtype));
     const passes::Target target = passes::Target::parse(a->arch);
-    ops::Config c =
-        a->config.empty() ? op.default_config(p, target.arch) : ops::parse_config(a->config);
     if (a->stage != "ir" && a->stage != "lowered" && a->stage != "cuda" && a->stage != "ptx" &&
         a->stage != "resources")
       user_error() << "unknown --stage '" << a->stage
                    << "'; use ir, lowered, cuda, ptx or resources";
-    if (!a->config.empty()) {
-      op.validate(p, c);
-      ops::validate_knobs(op, c, target.arch);
-    }
+    // Knobs the flag leaves out come from the default config for the target arch.
+    const ops::Config c = ops::complete_config(op, p, target.arch, ops::parse_config(a->config));
     // Knobs the arch lacks and problems without a GPU kernel are refused before lowering
     // (NVRTC's log would bury the reason).
     if (pilot::arch_problem(target.arch).empty())

@@ -11,7 +11,6 @@ namespace {
 // Registers left for addresses, loop state and the rows' statistics: at most 192 accumulator
 // registers (FA3-style consumers run at 240 after setmaxnreg).
 constexpr int64_t kHeadroom = 63;
-constexpr int64_t kMbarrierBytes = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -36,17 +35,14 @@ Estimate AttentionOp::estimate(const Problem& p, const Config& c, const std::str
   const int64_t bm = c.at("bm"), bn = c.at("bn"), stages = c.at("stages"),
                 threads = c.at("threads");
   const bool hopper = arch == "sm_90a";
-  // Q once, K and V per stage; on sm_90a one mbarrier each for Q and per stage for K, V.
-  e.smem_bytes =
-      (bm * D + stages * 2 * bn * D) * elem + (hopper ? (1 + 2 * stages) * kMbarrierBytes : 0);
+  // Registers are this model's (only ptxas knows them); shared memory and the block size are
+  // the compiler's own plan, below, once the tile divides over the MMA units.
   // O (fp32), scores (fp32) and probabilities (input dtype, packed) stay in registers.
   e.acc_regs = ceil_div(bm * D + bm * bn + bm * bn * elem / 4, threads);
   e.reg_budget = 255 - kHeadroom;
   // What must fit the block's register share: O and the fp32 scores (P is converted in place;
   // with P counted, D=256's 128x64 default, which fits, would go).
   e.live_regs = ceil_div(bm * D + bm * bn, threads);
-  const bool tma_rows = D * elem % 16 == 0;
-  e.block_threads = threads + (hopper && tma_rows ? 128 : 0);
   std::ostringstream why;
   if (hopper) {
     if (threads % 128)
@@ -67,6 +63,15 @@ Estimate AttentionOp::estimate(const Problem& p, const Config& c, const std::str
           << " warps; each warp owns 16-row query slabs";
   }
   e.divisibility = why.str();
+  if (e.divisibility.empty()) {
+    const Estimate plan = Operator::estimate(p, c, arch);
+    e.smem_bytes = plan.smem_bytes;
+    e.block_threads = plan.block_threads;
+  } else {
+    // Not lowered (the compiler would refuse it): Q once, K and V per stage, as the plan has them.
+    e.smem_bytes = (bm * D + stages * 2 * bn * D) * elem;
+    e.block_threads = threads;
+  }
   return e;
 }
 

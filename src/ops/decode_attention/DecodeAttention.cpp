@@ -152,16 +152,11 @@ int64_t heads_per_tile(const Problem& p, const Config& c) {
 }
 
 void validate(const Problem& p, const Config& c) {
-  for (const char* k : {"bm", "bn", "stages", "threads"})
-    if (!c.count(k)) user_error() << kOp << ": config is missing " << k;
-  const int64_t bm = c.at("bm"), bn = c.at("bn");
-  if (bm % 16 || bn % 16 || bm < 16 || bn < 16)
-    user_error() << kOp << ": bm and bn must be positive multiples of 16, got " << config_str(c);
+  // Each knob's domain is its Knob's (check_config); these are the rules with the problem.
+  const int64_t bn = c.at("bn");
   if (paged(p) && bn != p.at("block"))
     user_error() << kOp << ": bn=" << bn << " must equal the page size block=" << p.at("block")
                  << " for a paged cache (a step reads one page)";
-  if (c.at("threads") % 32)
-    user_error() << kOp << ": threads=" << c.at("threads") << " must be a multiple of 32";
 }
 
 Kernel build(const Problem& p, const Config& c) {

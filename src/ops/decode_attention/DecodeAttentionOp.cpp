@@ -136,10 +136,10 @@ std::vector<Knob> DecodeAttentionOp::knobs(const std::string& arch) const {
   // One wgmma M is 64 rows; the interpreter also takes 16-row tiles.
   std::vector<int64_t> bm = arch == "cpu" ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{64};
   return {
-      {"bm", bm, "query rows (grouped heads x query tokens) per block, a multiple of 16", 16, 256},
-      {"bn", {32, 64, 128}, "keys per step, a multiple of 16 (paged: the page size)", 16, 256},
+      {"bm", bm, "query rows (grouped heads x query tokens) per block, a multiple of 16", 16, 256, 0, 16},
+      {"bn", {32, 64, 128}, "keys per step, a multiple of 16 (paged: the page size)", 16, 256, 0, 16},
       {"stages", {2, 3}, "pipeline depth of the K/V loads", 1, 4},
-      {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024}};
+      {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config DecodeAttentionOp::default_config(const Problem& p, const std::string& arch) const {
@@ -147,7 +147,6 @@ Config DecodeAttentionOp::default_config(const Problem& p, const std::string& ar
 }
 
 void DecodeAttentionOp::validate(const Problem& p, const Config& c) const {
-  validate_knobs(*this, c, "cpu");
   da::validate(p, c);
 }
 
@@ -165,14 +164,6 @@ std::vector<HostTensor> DecodeAttentionOp::make_args(const Problem& p, uint64_t 
 
 std::vector<int> DecodeAttentionOp::outputs(const Problem& p) const {
   return {da::out_index(p)};
-}
-
-std::vector<Box> DecodeAttentionOp::block_outputs(const Problem& p, const Config& c,
-                                                  const std::array<int64_t, 3>& block) const {
-  const int64_t G = p.at("H") / p.at("Hkv"), hpt = da::heads_per_tile(p, c);
-  const int64_t g0 = block[0] * hpt, ng = std::min(G - g0, hpt);
-  return {
-      Box{da::out_index(p), {block[2], block[1] * G + g0, 0, 0}, {1, ng, p.at("Sq"), p.at("D")}}};
 }
 
 namespace {

@@ -16,20 +16,9 @@ namespace {
 // Registers left for addresses, fragments of A/B and loop state: 255 (the per-thread hardware
 // limit) minus this is the most the accumulator may hold before the kernel spills.
 constexpr int64_t kHeadroom = 87; // => at most 168 accumulator registers
-constexpr int64_t kMbarrierBytes = 8;
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-// Whether the CUDA backend loads this problem's operands with TMA (and so runs a producer
-// warpgroup on sm_90a): every loaded tensor's rows must be 16-byte multiples.
-bool tma_rows(const Problem& p) {
-  const int64_t elem = dtype_bytes(p.dtype);
-  const std::string& l = p.options.at("layout");
-  const int64_t a_row = l[0] == 'n' ? p.at("K") : p.at("M");
-  const int64_t b_row = l[1] == 'n' ? p.at("N") : p.at("K");
-  return a_row * elem % 16 == 0 && b_row * elem % 16 == 0;
 }
 
 } // namespace
@@ -40,12 +29,11 @@ Estimate GemmOp::estimate(const Problem& p, const Config& c, const std::string& 
   const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk"), stages = c.at("stages"),
                 threads = c.at("threads");
   const bool hopper = arch == "sm_90a";
-  // A and B tiles per stage; on sm_90a a full and an empty mbarrier per stage.
-  e.smem_bytes = stages * (bm * bk + bk * bn) * elem + (hopper ? stages * 2 * kMbarrierBytes : 0);
+  // Registers are this model's (only ptxas knows them); shared memory and the block size are
+  // the compiler's own plan, below, once the tile divides over the MMA units.
   e.acc_regs = ceil_div(bm * bn, threads);
   e.live_regs = e.acc_regs;
   e.reg_budget = 255 - kHeadroom;
-  e.block_threads = threads + (hopper && tma_rows(p) ? 128 : 0);
   std::ostringstream why;
   if (hopper) {
     if (threads % 128)
@@ -69,6 +57,15 @@ Estimate GemmOp::estimate(const Problem& p, const Config& c, const std::string& 
           << " m16n8 tiles, which do not divide evenly over " << warps << " warps";
   }
   e.divisibility = why.str();
+  if (e.divisibility.empty()) {
+    const Estimate plan = Operator::estimate(p, c, arch);
+    e.smem_bytes = plan.smem_bytes;
+    e.block_threads = plan.block_threads;
+  } else {
+    // Not lowered (the compiler would refuse it): A and B tiles per stage, as the plan has them.
+    e.smem_bytes = stages * (bm * bk + bk * bn) * elem;
+    e.block_threads = threads;
+  }
   return e;
 }
 

@@ -86,9 +86,9 @@ std::vector<Knob> RmsNormOp::knobs(const std::string& arch) const {
   // The interpreter's speed does not depend on the block shape: one value each to try there.
   if (arch == "cpu")
     return {{"rows", {1}, "rows per block", 1, 16},
-            {"threads", {256}, "threads per block (a multiple of 32)", 32, 1024}};
+            {"threads", {256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
   return {{"rows", {1, 2, 4}, "rows per block", 1, 16},
-          {"threads", {128, 256, 512, 1024}, "threads per block (a multiple of 32)", 32, 1024}};
+          {"threads", {128, 256, 512, 1024}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config RmsNormOp::default_config(const Problem& p, const std::string& arch) const {
@@ -116,16 +116,6 @@ std::vector<HostTensor> RmsNormOp::make_args(const Problem& p, uint64_t seed) co
 
 std::vector<int> RmsNormOp::outputs(const Problem& p) const {
   return rmsnorm::outputs(p);
-}
-
-std::vector<Box> RmsNormOp::block_outputs(const Problem& p, const Config& c,
-                                          const std::array<int64_t, 3>& block) const {
-  const int64_t rows = c.at("rows"), r0 = block[0] * rows;
-  const int64_t n = std::min(rows, p.at("T") - r0), H = p.at("H");
-  std::vector<Box> out;
-  for (int t : outputs(p))
-    out.push_back(Box{t, {r0, 0}, {n, H}});
-  return out;
 }
 
 double RmsNormOp::flops(const Problem& p) const {

@@ -80,9 +80,9 @@ std::string RopeOp::variant_label(const Problem& p) const {
 std::vector<Knob> RopeOp::knobs(const std::string& arch) const {
   if (arch == "cpu")
     return {{"tokens", {1}, "tokens per block", 1, 16},
-            {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024}};
+            {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
   return {{"tokens", {1, 2, 4}, "tokens per block", 1, 16},
-          {"threads", {64, 128, 256, 512}, "threads per block (a multiple of 32)", 32, 1024}};
+          {"threads", {64, 128, 256, 512}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config RopeOp::default_config(const Problem& p, const std::string& arch) const {
@@ -105,13 +105,6 @@ std::vector<ArgSpec> RopeOp::arg_specs(const Problem& p) const {
 
 std::vector<HostTensor> RopeOp::make_args(const Problem& p, uint64_t seed) const {
   return rope::make_args(p, seed);
-}
-
-std::vector<Box> RopeOp::block_outputs(const Problem& p, const Config& c,
-                                       const std::array<int64_t, 3>& block) const {
-  const int64_t tokens = c.at("tokens"), t0 = block[0] * tokens;
-  const int64_t n = std::min(tokens, p.at("T") - t0), D = p.at("D");
-  return {Box{3, {t0, 0, 0}, {n, p.at("H"), D}}, Box{4, {t0, 0, 0}, {n, p.at("Hkv"), D}}};
 }
 
 double RopeOp::flops(const Problem& p) const {

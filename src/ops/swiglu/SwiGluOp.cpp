@@ -58,10 +58,10 @@ std::vector<Knob> SwiGluOp::knobs(const std::string& arch) const {
   if (arch == "cpu")
     return {{"bm", {8}, "rows per block", 1, 64},
             {"bn", {256}, "columns of out per block", 1, 4096},
-            {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024}};
+            {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
   return {{"bm", {1, 2, 4, 8}, "rows per block", 1, 64},
           {"bn", {128, 256, 512, 1024}, "columns of out per block", 1, 4096},
-          {"threads", {32, 64, 128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
+          {"threads", {32, 64, 128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config SwiGluOp::default_config(const Problem& p, const std::string& arch) const {
@@ -82,13 +82,6 @@ std::vector<ArgSpec> SwiGluOp::arg_specs(const Problem& p) const {
 
 std::vector<HostTensor> SwiGluOp::make_args(const Problem& p, uint64_t seed) const {
   return swiglu::make_args(p, seed);
-}
-
-std::vector<Box> SwiGluOp::block_outputs(const Problem& p, const Config& c,
-                                         const std::array<int64_t, 3>& block) const {
-  const int64_t bm = c.at("bm"), bn = c.at("bn");
-  const int64_t r0 = block[1] * bm, c0 = block[0] * bn;
-  return {Box{1, {r0, c0}, {std::min(bm, p.at("T") - r0), std::min(bn, p.at("I") - c0)}}};
 }
 
 double SwiGluOp::flops(const Problem& p) const {
