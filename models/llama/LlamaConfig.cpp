@@ -137,9 +137,9 @@ void LlamaConfig::validate() const {
       user_error() << "model: a KV cache of batch " << batch << " x " << kv_heads << " kv heads x "
                    << cache_capacity() << " entries x " << head_dim
                    << " has over 2^31 elements, beyond the kernels' 32-bit indexing; use fewer "
-                   << "sequences or shorter caches (at most "
+                   << "sequences or shorter caches (kv_len at most "
                    << ((int64_t{1} << 31) - 1) / (batch * kv_heads * head_dim) - 1
-                   << " entries at this batch)";
+                   << " at this batch)";
   }
   if (tokens() * std::max(qkv_dim(), 2 * ffn) >= (int64_t{1} << 31))
     user_error() << "model: batch x seq = " << tokens() << " tokens make activations of over 2^31 "
