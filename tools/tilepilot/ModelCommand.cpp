@@ -80,8 +80,13 @@ void add_model_command(CLI::App& app, int* rc) {
       if (!std::isfinite(v) || v < 0)
         user_error() << "model: " << flag << " " << v << " must be a finite number >= 0";
     std::map<std::string, std::string> kv = ops::parse_kv(a->set, "--set");
-    kv["preset"] = a->preset;
-    kv["mode"] = models::mode_of_path(a->path);
+    if (cmd->count("--preset") || !kv.count("preset")) kv["preset"] = a->preset;
+    // The path sets the mode; --set mode= alone may too (the spec's model config takes it).
+    const std::string mode = models::mode_of_path(a->path);
+    if (kv.count("mode") && cmd->count("--path") && kv["mode"] != mode)
+      user_error() << "model: --set mode=" << kv["mode"] << " contradicts --path " << a->path
+                   << "; give one of them";
+    if (!kv.count("mode")) kv["mode"] = mode;
     if (cmd->count("--kv-len")) kv["kv_len"] = a->kv_len;
     if (cmd->count("--layers")) kv["layers"] = std::to_string(a->layers);
     if (cmd->count("--batch")) kv["batch"] = std::to_string(a->batch);
@@ -93,10 +98,14 @@ void add_model_command(CLI::App& app, int* rc) {
     models::ModelRunOptions o;
     o.config = models::parse_llama_config(kv);
     o.device = a->backend == "cuda";
-    const double cache = o.config.decode() ? static_cast<double>(o.config.cache_capacity()) : 0;
-    if (!o.device &&
-        (o.config.tokens() * o.config.hidden * o.config.hidden * o.config.layers > 1e10 ||
-         o.config.batch * cache * o.config.q_dim() * o.config.layers > 1e10))
+    // The interpreter runs some 1e8 operations a second: bound the weights, the GEMMs' work
+    // and the decode caches' size.
+    const models::LlamaConfig& c = o.config;
+    const double weights = static_cast<double>(c.layers) *
+                               (c.hidden * (c.qkv_dim() + c.q_dim()) + 3.0 * c.hidden * c.ffn) +
+                           2.0 * c.vocab * c.hidden;
+    const double cache = c.decode() ? 2.0 * c.layers * c.batch * c.cache_capacity() * c.q_dim() : 0;
+    if (!o.device && (weights > 1e8 || 2 * weights * c.tokens() > 1e10 || cache > 1e9))
       user_error() << "model: " << o.config.str() << " is far too large for the CPU interpreter; "
                    << "use --preset tiny (or --backend cuda)";
     o.ops = split_set(a->ops);
