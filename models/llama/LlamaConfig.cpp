@@ -120,7 +120,8 @@ void LlamaConfig::validate() const {
                  << "(the rope operator's base key)";
   if (hidden % 16 || ffn % 16)
     user_error() << "model: hidden=" << hidden << " and ffn=" << ffn
-                 << " must be multiples of 16 (the element-wise kernels work in chunks of 16+)";
+                 << " must be multiples of 16 (as every Llama's are; the model paths are "
+                    "tested only at such sizes)";
   if (dtype != DType::bf16 && dtype != DType::f16)
     user_error() << "model: dtype " << dtype_name(dtype) << " is not supported; use bf16 or f16";
   if (decode()) {

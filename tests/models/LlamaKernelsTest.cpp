@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <gtest/gtest.h>
+#include <set>
 
 #include "compile/Lower.h"
 #include "runtime/DeviceConvert.h"
@@ -11,9 +12,11 @@
 #include "codegen/cuda/LoweredKernel.h"
 #include "dispatch/DeviceRun.h"
 #include "llama/DeviceExec.h"
+#include "llama/Llama.h"
 #include "llama/LlamaKernels.h"
 #include "runtime/Jit.h"
 #include "runtime/Nvrtc.h"
+#include "tilepilot/operator.h"
 
 using namespace tp;
 using namespace tp::models;
@@ -183,6 +186,29 @@ TEST(LlamaKernels, LowerAndCompileForSm90aAtLlama3Sizes) {
       EXPECT_FALSE(j.compiled.cubin.empty());
     }
   }
+}
+
+TEST(LlamaKernels, EveryOperatorKernelOfBothPathsCompilesForSm90aAtLlama3Sizes) {
+  // What --pin-defaults runs on an H200: each problem's default sm_90a config must lower and
+  // compile, or the GPU run would fall back with compile_failed.
+  std::string why;
+  if (!rt::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC: " << why;
+  std::set<std::string> compiled;
+  for (const LlamaConfig& c :
+       {parse_llama_config({{"tokens", "2048"}}),
+        parse_llama_config({{"mode", "decode"}, {"batch", "8"}, {"kv_len", "4096"}})})
+    for (const auto& [label, p] : llama_problems(c)) {
+      SCOPED_TRACE(label + " " + p.shape_str());
+      const ops::Operator& op = ops::find_operator(p.op);
+      ops::Config cfg = op.default_config(p, "sm_90a");
+      ASSERT_NO_THROW(op.validate(p, cfg));
+      cuda::LoweredKernel lk =
+          cuda::lower_kernel(op.build(p, cfg), passes::Target::parse("sm_90a"));
+      if (!compiled.insert(lk.canonical_ir).second) continue; // the same kernel as before
+      rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+      EXPECT_FALSE(j.compiled.cubin.empty());
+    }
+  EXPECT_GE(compiled.size(), 7u) << "gemm, attention, decode_attention, rmsnorm x2, rope, swiglu";
 }
 
 TEST(LlamaKernels, HandWrittenHelperKernelsCompileForSm90a) {
