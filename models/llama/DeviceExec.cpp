@@ -93,12 +93,12 @@ void DeviceExec::run(const Kernel& k, const std::vector<const Buf*>& args) {
   it->second.launch(t, stream());
 }
 
-void DeviceExec::gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) {
-  dispatcher().gemm(view(A), view(B), view(C), layout, stream());
-}
-
-void DeviceExec::attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& O, bool causal) {
-  dispatcher().attention(view(Q), view(K), view(V), view(O), causal, stream());
+void DeviceExec::dispatch(const std::string& op, const std::vector<Buf>& args,
+                          const std::map<std::string, std::string>& options) {
+  std::vector<ops::DeviceView> views;
+  for (const Buf& b : args)
+    views.push_back(view(b));
+  dispatcher().run(op, views, options, stream());
 }
 
 Event& DeviceExec::event() {

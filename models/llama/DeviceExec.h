@@ -1,5 +1,5 @@
-// The model on the GPU: element-wise kernels compiled through the public kernel API, GEMMs and
-// attention through the dispatcher's device path, everything on one stream. With profiling on,
+// The model on the GPU: glue kernels compiled through the public kernel API, operators through
+// the dispatcher's device path, everything on one stream. With profiling on,
 // each operator is bracketed by a pair of CUDA events and device memory is sampled after it.
 #pragma once
 #include <deque>
@@ -23,8 +23,8 @@ public:
   void upload(Buf& b, const HostTensor& h) override;
   HostTensor download(const Buf& b) override;
   void run(const Kernel& k, const std::vector<const Buf*>& args) override;
-  void gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) override;
-  void attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& O, bool causal) override;
+  void dispatch(const std::string& op, const std::vector<Buf>& args,
+                const std::map<std::string, std::string>& options) override;
   void op_begin(const std::string& label) override;
   void op_end(const std::string& label) override;
 

@@ -12,6 +12,14 @@ int64_t Buf::numel() const {
   return n;
 }
 
+Buf Buf::reshaped(std::vector<int64_t> to) const {
+  Buf b = *this;
+  b.shape = std::move(to);
+  internal_assert(b.numel() == numel())
+      << "Buf::reshaped: " << b.numel() << " elements, not " << numel();
+  return b;
+}
+
 ops::Dispatcher& Exec::dispatcher() const {
   internal_assert(dispatch_ != nullptr) << "the model's Exec has no dispatcher";
   return *dispatch_;

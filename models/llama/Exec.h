@@ -1,6 +1,7 @@
 // Where the model runs: host tensors on the CPU interpreter, or device memory on the GPU. The
-// forward pass is written once against this interface; GEMMs and attention go through a
-// tp::ops::Dispatcher (pinned kernel or fallback), the element-wise kernels run directly.
+// forward pass is written once against this interface; every operator call (GEMM, attention,
+// RMSNorm, RoPE, SwiGLU, decode attention) goes through a tp::ops::Dispatcher (pinned kernel or
+// fallback), the glue kernels run directly.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -21,6 +22,8 @@ struct Buf {
   uint64_t dev = 0;           // device executor (CUdeviceptr)
   int64_t numel() const;
   size_t bytes() const { return static_cast<size_t>(storage_bytes(dtype, numel())); }
+  /// The same memory seen with another shape of as many elements ([B, H, D] as [B, H, 1, D]).
+  Buf reshaped(std::vector<int64_t> shape) const;
 };
 
 /// Time spent per operator label ("gemm.qkv", "attention", "rmsnorm", ...), in ms.
@@ -37,8 +40,10 @@ public:
   virtual HostTensor download(const Buf& b) = 0;
   /// A tile-language kernel on `args` in parameter order.
   virtual void run(const Kernel& k, const std::vector<const Buf*>& args) = 0;
-  virtual void gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) = 0;
-  virtual void attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& O, bool causal) = 0;
+  /// Operator `op` through the dispatcher, on `args` in its parameter order (outputs written
+  /// in place), with its string options (gemm's layout, attention's causal).
+  virtual void dispatch(const std::string& op, const std::vector<Buf>& args,
+                        const std::map<std::string, std::string>& options = {}) = 0;
   /// Brackets one operator of the forward pass; a profiling Exec times it.
   virtual void op_begin(const std::string& label) {}
   virtual void op_end(const std::string& label) {}

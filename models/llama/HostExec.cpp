@@ -1,6 +1,8 @@
 // Host execution of the model.
 #include "llama/HostExec.h"
 
+#include <cstring>
+
 #include "tilepilot/interpret.h"
 
 namespace tp::models {
@@ -32,12 +34,25 @@ void HostExec::run(const Kernel& k, const std::vector<const Buf*>& args) {
   interpret(k, host);
 }
 
-void HostExec::gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) {
-  dispatcher().gemm(*A.host, *B.host, *C.host, layout);
-}
-
-void HostExec::attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& O, bool causal) {
-  dispatcher().attention(*Q.host, *K.host, *V.host, *O.host, causal);
+void HostExec::dispatch(const std::string& op, const std::vector<Buf>& args,
+                        const std::map<std::string, std::string>& options) {
+  // A host tensor owns its shape: an argument seen with another shape (Buf::reshaped) is
+  // copied into a tensor of that shape and back afterwards. Only the interpreter pays for it.
+  std::deque<HostTensor> views;
+  std::vector<HostTensor*> ptrs;
+  for (const Buf& b : args) {
+    if (b.host->shape() == b.shape) {
+      ptrs.push_back(b.host);
+      continue;
+    }
+    views.emplace_back(b.dtype, b.shape);
+    std::memcpy(views.back().data(), b.host->data(), b.host->bytes());
+    ptrs.push_back(&views.back());
+  }
+  dispatcher().run(op, ptrs, options);
+  for (size_t i = 0, v = 0; i < args.size(); ++i)
+    if (args[i].host->shape() != args[i].shape)
+      std::memcpy(args[i].host->data(), views[v++].data(), args[i].host->bytes());
 }
 
 void HostExec::op_begin(const std::string&) {

@@ -1,5 +1,5 @@
-// The model on host tensors: element-wise kernels on the CPU interpreter, GEMMs and attention
-// through the dispatcher's host path (interpreter or fp64 reference). Small configs only.
+// The model on host tensors: glue kernels on the CPU interpreter, operators through the
+// dispatcher's host path (interpreter or fp64 reference). Small configs only.
 #pragma once
 #include <chrono>
 #include <deque>
@@ -16,8 +16,8 @@ public:
   void upload(Buf& b, const HostTensor& h) override;
   HostTensor download(const Buf& b) override { return *b.host; }
   void run(const Kernel& k, const std::vector<const Buf*>& args) override;
-  void gemm(const Buf& A, const Buf& B, const Buf& C, const std::string& layout) override;
-  void attention(const Buf& Q, const Buf& K, const Buf& V, const Buf& O, bool causal) override;
+  void dispatch(const std::string& op, const std::vector<Buf>& args,
+                const std::map<std::string, std::string>& options) override;
   void op_begin(const std::string& label) override;
   void op_end(const std::string& label) override;
 

@@ -1,7 +1,10 @@
 // Llama configs: presets, key=value parsing and validation.
 #include "llama/LlamaConfig.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <sstream>
 
 #include "tilepilot/error.h"
 
@@ -29,7 +32,50 @@ double positive_real(const std::string& key, const std::string& v) {
   return 0;
 }
 
+/// kv_len=4096 (every sequence) or kv_len=100:4096:7 (one per sequence).
+std::vector<int64_t> kv_lengths(const std::string& v) {
+  std::vector<int64_t> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ':');)
+    out.push_back(positive("kv_len", item));
+  if (out.empty()) positive("kv_len", v);
+  return out;
+}
+
+/// Llama-3.1's context length: a cache position beyond it is no Llama decode step.
+constexpr int64_t kMaxPositions = 131072;
+/// The rmsnorm operator's epsilon (Llama-3's rms_norm_eps).
+constexpr double kOperatorEps = 1e-5;
+
 } // namespace
+
+LlamaConfig LlamaConfig::tiny_decode() {
+  LlamaConfig c;
+  c.mode = LlamaMode::decode;
+  c.layers = 2;
+  c.batch = 3;
+  c.kv_lens = {5, 40, 17};
+  c.kv_len = 40;
+  c.hidden = 128;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 64;
+  c.ffn = 192;
+  c.vocab = 256;
+  c.rope_theta = 10000.0;
+  return c;
+}
+
+int64_t LlamaConfig::kv_len_of(int64_t b) const {
+  return kv_lens.empty() ? kv_len : kv_lens.at(static_cast<size_t>(b));
+}
+
+int64_t LlamaConfig::cache_capacity() const {
+  int64_t longest = kv_len;
+  for (int64_t l : kv_lens)
+    longest = std::max(longest, l);
+  return longest + 1;
+}
 
 LlamaConfig LlamaConfig::tiny() {
   LlamaConfig c;
@@ -60,20 +106,60 @@ void LlamaConfig::validate() const {
   if (heads % kv_heads)
     user_error() << "model: kv_heads=" << kv_heads << " does not divide heads=" << heads
                  << "; grouped-query attention shares each kv head among heads/kv_heads heads";
-  if (head_dim % 16 || head_dim > 256)
+  if (decode() && head_dim != 64 && head_dim != 128)
+    user_error() << "model: head_dim=" << head_dim
+                 << " is not supported by decode_attention; use 64 or 128";
+  if (!decode() && (head_dim % 16 || head_dim > 256))
     user_error() << "model: head_dim=" << head_dim
                  << " is not supported by the attention kernel; use a multiple of 16 up to 256";
+  if (std::fabs(rms_eps - kOperatorEps) > 1e-12)
+    user_error() << "model: eps=" << rms_eps << " differs from the rmsnorm operator's 1e-5 "
+                 << "(Llama-3's rms_norm_eps), which every norm of the model runs; use eps=1e-5";
+  if (rope_theta != std::floor(rope_theta) || rope_theta > 2147483647.0)
+    user_error() << "model: rope_theta=" << rope_theta << " must be a whole number below 2^31 "
+                 << "(the rope operator's base key)";
   if (hidden % 16 || ffn % 16)
     user_error() << "model: hidden=" << hidden << " and ffn=" << ffn
-                 << " must be multiples of 16 (the element-wise kernels work in chunks of 16+)";
+                 << " must be multiples of 16 (as every Llama's are; the model paths are "
+                    "tested only at such sizes)";
   if (dtype != DType::bf16 && dtype != DType::f16)
     user_error() << "model: dtype " << dtype_name(dtype) << " is not supported; use bf16 or f16";
+  if (decode()) {
+    if (kv_len <= 0) user_error() << "model: kv_len must be positive, got " << kv_len;
+    if (!kv_lens.empty() && static_cast<int64_t>(kv_lens.size()) != batch)
+      user_error() << "model: kv_len lists " << kv_lens.size() << " lengths for batch=" << batch
+                   << "; give one length for every sequence, or a single length for all";
+    for (int64_t b = 0; b < batch; ++b)
+      if (kv_len_of(b) <= 0 || kv_len_of(b) >= kMaxPositions)
+        user_error() << "model: kv_len=" << kv_len_of(b) << " (sequence " << b << ") is out of "
+                     << "range: the new token's position must lie below Llama-3.1's context of "
+                     << kMaxPositions << "; use 1 .. " << kMaxPositions - 1;
+    if (batch * kv_heads * cache_capacity() * head_dim >= (int64_t{1} << 31))
+      user_error() << "model: a KV cache of batch " << batch << " x " << kv_heads << " kv heads x "
+                   << cache_capacity() << " entries x " << head_dim
+                   << " has over 2^31 elements, beyond the kernels' 32-bit indexing; use fewer "
+                   << "sequences or shorter caches (kv_len at most "
+                   << ((int64_t{1} << 31) - 1) / (batch * kv_heads * head_dim) - 1
+                   << " at this batch)";
+  }
   if (tokens() * std::max(qkv_dim(), 2 * ffn) >= (int64_t{1} << 31))
     user_error() << "model: batch x seq = " << tokens() << " tokens make activations of over 2^31 "
                  << "elements, beyond the kernels' 32-bit indexing; use fewer tokens";
 }
 
 std::string LlamaConfig::str() const {
+  if (decode()) {
+    std::string lens = std::to_string(kv_len);
+    if (!kv_lens.empty()) {
+      lens.clear();
+      for (int64_t l : kv_lens)
+        lens += (lens.empty() ? "" : ":") + std::to_string(l);
+    }
+    return fmt::format("llama-decode {} layers, batch {}, kv_len {}, hidden {}, heads {}/{}x{}, "
+                       "ffn {}, vocab {}, {}",
+                       layers, batch, lens, hidden, heads, kv_heads, head_dim, ffn, vocab,
+                       dtype_name(dtype));
+  }
   return fmt::format("llama-prefill {} layers, batch {} x seq {}, hidden {}, heads {}/{}x{}, "
                      "ffn {}, vocab {}, {} logits, {}",
                      layers, batch, seq, hidden, heads, kv_heads, head_dim, ffn, vocab,
@@ -82,17 +168,24 @@ std::string LlamaConfig::str() const {
 
 LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, LlamaConfig base) {
   LlamaConfig c = base;
+  LlamaMode mode = base.mode;
+  if (auto it = kv.find("mode"); it != kv.end()) {
+    if (it->second != "prefill" && it->second != "decode")
+      user_error() << "model: mode=" << it->second << " is unknown; use prefill or decode";
+    mode = it->second == "decode" ? LlamaMode::decode : LlamaMode::prefill;
+  }
   if (auto it = kv.find("preset"); it != kv.end()) {
     if (it->second == "llama3-8b")
       c = LlamaConfig::llama3_8b();
     else if (it->second == "tiny")
-      c = LlamaConfig::tiny();
+      c = mode == LlamaMode::decode ? LlamaConfig::tiny_decode() : LlamaConfig::tiny();
     else
       user_error() << "model: preset=" << it->second << " is unknown; use llama3-8b or tiny";
   }
+  c.mode = mode;
   bool head_dim_given = kv.count("head_dim") > 0;
   for (const auto& [k, v] : kv) {
-    if (k == "preset") continue;
+    if (k == "preset" || k == "mode") continue;
     if (k == "layers")
       c.layers = positive(k, v);
     else if (k == "batch")
@@ -117,7 +210,15 @@ LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, Lla
       c.rms_eps = positive_real(k, v);
     else if (k == "rope_theta")
       c.rope_theta = positive_real(k, v);
-    else if (k == "seed")
+    else if (k == "kv_len") {
+      c.kv_lens = kv_lengths(v);
+      c.kv_len = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
+      if (c.kv_lens.size() == 1) c.kv_lens.clear();
+    } else if (k == "rope_scaling") {
+      if (v != "none" && v != "llama3")
+        user_error() << "model: rope_scaling=" << v << " is unknown; use none or llama3";
+      c.rope_llama3_scaling = v == "llama3";
+    } else if (k == "seed")
       c.seed = static_cast<uint64_t>(positive(k, v));
     else if (k == "logits") {
       if (v != "last" && v != "all")
@@ -128,9 +229,9 @@ LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, Lla
       if (!t) user_error() << "model: dtype=" << v << " is unknown; use bf16 or f16";
       c.dtype = *t;
     } else {
-      user_error() << "model: unknown setting '" << k << "'; known: preset, layers, batch, seq, "
-                   << "tokens, hidden, heads, kv_heads, head_dim, ffn (mlp), vocab, eps, "
-                   << "rope_theta, logits, seed, dtype";
+      user_error() << "model: unknown setting '" << k << "'; known: preset, mode, layers, "
+                   << "batch, seq, tokens, kv_len, hidden, heads, kv_heads, head_dim, ffn (mlp), "
+                   << "vocab, eps, rope_theta, rope_scaling, logits, seed, dtype";
     }
   }
   if (auto it = kv.find("tokens"); it != kv.end()) {
@@ -142,6 +243,17 @@ LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, Lla
                    << "; give tokens or seq, not both";
     c.seq = t / c.batch;
   }
+  // A batch given after a ragged preset (tiny decode's three lengths) keeps the longest.
+  if (kv.count("batch") && !kv.count("kv_len") && !c.kv_lens.empty() &&
+      static_cast<int64_t>(c.kv_lens.size()) != c.batch)
+    c.kv_lens.clear();
+  if (c.decode() && (kv.count("seq") || kv.count("tokens") || kv.count("logits")))
+    user_error() << "model: "
+                 << (kv.count("seq")      ? "seq"
+                     : kv.count("tokens") ? "tokens"
+                                          : "logits")
+                 << " is a prefill setting; a decode step runs one new token per sequence over "
+                    "a cache of kv_len entries (set kv_len, batch)";
   if (!head_dim_given && (kv.count("hidden") || kv.count("heads"))) {
     if (c.hidden % c.heads)
       user_error() << "model: heads=" << c.heads << " does not divide hidden=" << c.hidden
@@ -150,6 +262,14 @@ LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, Lla
   }
   c.validate();
   return c;
+}
+
+std::string mode_of_path(const std::string& path) {
+  if (path == "llama-prefill") return "prefill";
+  if (path == "llama-decode") return "decode";
+  user_error() << "model path '" << path
+               << "' is unknown; this build has llama-prefill and llama-decode (models/llama)";
+  return {};
 }
 
 } // namespace tp::models

@@ -63,8 +63,13 @@ nlohmann::json to_json(const ModelRunResult& r) {
       ops[label] = {{"ms", ms}, {"share", all > 0 ? ms / all : 0.0}};
     j["profile"][name] = {{"total_ms", all}, {"ops", ops}};
   }
+  for (auto [name, prof] : {std::pair{"kernel", &r.kernel_ops}, {"fallback", &r.fallback_ops}}) {
+    Bottleneck b = bottleneck(*prof);
+    j["bottleneck"][name] = {{"family", b.family}, {"ms", b.ms}, {"share", b.share}};
+  }
   j["memory"] = {{"weight_bytes", r.weight_bytes},
                  {"activation_bytes", r.activation_bytes},
+                 {"kv_cache_bytes", r.cache_bytes},
                  {"kernel_peak_bytes", r.kernel_peak_bytes},
                  {"process_peak_bytes", r.process_peak_bytes}};
   j["agreement"] = {{"max_abs_err", r.max_abs_err},
@@ -82,7 +87,7 @@ std::string to_text(const ModelRunResult& r) {
   std::string s = fmt::format("model:   {}\ndevice:  {}\n", r.model, r.device);
   s += "kernel run dispatch:\n";
   for (const ModelRoute& m : r.routes)
-    s += fmt::format("  {:<13} {:<44} {}\n", m.label, m.problem.shape_str(),
+    s += fmt::format("  {:<16} {:<44} {}\n", m.label, m.problem.shape_str(),
                      decision_text(m.decision));
   const PairedStats& st = r.stats;
   s += fmt::format("latency: {} interleaved runs ({}): kernel {:.3f} ms, fallback {:.3f} ms, "
@@ -92,7 +97,7 @@ std::string to_text(const ModelRunResult& r) {
   if (std::isfinite(st.ci_low_pct))
     s += fmt::format(" (95% CI {:+.2f}% .. {:+.2f}%)", st.ci_low_pct, st.ci_high_pct);
   s += "\ntime by operator (one profiled forward each):\n";
-  s += fmt::format("  {:<14} {:>11} {:>7} {:>12} {:>7}\n", "operator", "kernel ms", "share",
+  s += fmt::format("  {:<16} {:>11} {:>7} {:>12} {:>7}\n", "operator", "kernel ms", "share",
                    "fallback ms", "share");
   std::set<std::string> labels;
   for (const auto& [k, v] : r.kernel_ops)
@@ -103,12 +108,17 @@ std::string to_text(const ModelRunResult& r) {
   for (const std::string& l : labels) {
     double k = r.kernel_ops.count(l) ? r.kernel_ops.at(l) : 0;
     double f = r.fallback_ops.count(l) ? r.fallback_ops.at(l) : 0;
-    s += fmt::format("  {:<14} {:>11.3f} {:>6.1f}% {:>12.3f} {:>6.1f}%\n", l, k,
+    s += fmt::format("  {:<16} {:>11.3f} {:>6.1f}% {:>12.3f} {:>6.1f}%\n", l, k,
                      tk > 0 ? 100 * k / tk : 0.0, f, tf > 0 ? 100 * f / tf : 0.0);
   }
-  s += fmt::format("  {:<14} {:>11.3f} {:>7} {:>12.3f}\n", "total", tk, "", tf);
+  s += fmt::format("  {:<16} {:>11.3f} {:>7} {:>12.3f}\n", "total", tk, "", tf);
+  const Bottleneck bk = bottleneck(r.kernel_ops), bf = bottleneck(r.fallback_ops);
+  s += fmt::format("bottleneck: {} ({:.1f}% of the kernel run; fallback run: {} {:.1f}%)\n",
+                   bk.family.empty() ? "none" : bk.family, 100 * bk.share,
+                   bf.family.empty() ? "none" : bf.family, 100 * bf.share);
   s += fmt::format("memory:  weights {}, activations {}", format_bytes(r.weight_bytes),
                    format_bytes(r.activation_bytes));
+  if (r.cache_bytes) s += fmt::format(", KV caches {}", format_bytes(r.cache_bytes));
   if (r.on_device)
     s += fmt::format("; device peak over baseline: kernel path {}, process {}",
                      format_bytes(r.kernel_peak_bytes), format_bytes(r.process_peak_bytes));

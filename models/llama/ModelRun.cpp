@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <set>
 
 #include "llama/DeviceExec.h"
 #include "llama/HostExec.h"
@@ -91,6 +92,20 @@ double family_ms(const OpTimes& t, const std::string& family) {
   return ms;
 }
 
+Bottleneck bottleneck(const OpTimes& t) {
+  std::map<std::string, double> by_family;
+  double all = 0;
+  for (const auto& [label, v] : t) {
+    by_family[op_family(label)] += v;
+    all += v;
+  }
+  Bottleneck b;
+  for (const auto& [family, ms] : by_family)
+    if (b.family.empty() || ms > b.ms) b = {family, ms, 0};
+  b.share = all > 0 ? b.ms / all : 0;
+  return b;
+}
+
 ModelRunResult run_llama(const ModelRunOptions& o) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
@@ -116,19 +131,25 @@ ModelRunResult run_llama(const ModelRunOptions& o) {
   LlamaModel m(o.config, *ex);
   r.weight_bytes = m.weight_bytes();
   r.activation_bytes = m.activation_bytes();
+  r.cache_bytes = m.cache_bytes();
+  // The operators this path calls: each is dispatched in the kernel run (or forced to its
+  // fallback there when left out of o.ops) and forced to its fallback in the fallback run.
+  std::set<std::string> used;
+  for (const auto& [label, p] : m.problems())
+    used.insert(p.op);
 
   ops::Dispatcher kernel_d(o.dispatch);
   for (const auto& [op, pins] : o.pins)
     kernel_d.pin(
         op, o.device ? ops::current_device() : ops::DeviceIdentity{"CPU interpreter", "cpu"}, pins);
-  for (const char* op : {"gemm", "attention"}) {
+  for (const std::string& op : used) {
     if (!o.ops.empty() && !o.ops.count(op))
       kernel_d.force_fallback(op, true);
     else if (o.pin_defaults && !kernel_d.has_release(op))
       pin_defaults(kernel_d, op, m, o.device);
   }
   ops::DispatchOptions fo;
-  fo.force_fallback = {"gemm", "attention"};
+  fo.force_fallback = used;
   fo.disable_libraries = o.dispatch.disable_libraries;
   fo.log = o.dispatch.log;
   ops::Dispatcher fallback_d(fo);

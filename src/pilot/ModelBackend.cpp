@@ -83,11 +83,23 @@ model_pins(const std::vector<std::pair<std::string, ops::Problem>>& model_proble
   return out;
 }
 
-void validate_model_spec(const ModelSpec& spec) {
-  if (spec.path != "llama-prefill")
-    user_error() << "model path '" << spec.path
-                 << "' is unknown; this build has llama-prefill (models/llama)";
+namespace {
+
+/// The spec's model config with the path's mode; a mode in the config must agree with it.
+std::map<std::string, std::string> model_settings(const ModelSpec& spec) {
   std::map<std::string, std::string> kv = spec.config;
+  const std::string mode = models::mode_of_path(spec.path);
+  if (auto it = kv.find("mode"); it != kv.end() && it->second != mode)
+    user_error() << "model config: mode=" << it->second << " contradicts path " << spec.path
+                 << "; leave mode out (the path sets it)";
+  kv["mode"] = mode;
+  return kv;
+}
+
+} // namespace
+
+void validate_model_spec(const ModelSpec& spec) {
+  std::map<std::string, std::string> kv = model_settings(spec);
   take_int(kv, "runs", 10);
   take_int(kv, "warmup", 2);
   models::parse_llama_config(kv, models::LlamaConfig{});
@@ -96,10 +108,7 @@ void validate_model_spec(const ModelSpec& spec) {
 void add_model_hook(Backends& b) {
   b.model_run = [](const ModelSpec& spec, const ops::Operator& op,
                    const std::vector<std::pair<ops::Problem, ops::Config>>& configs) {
-    if (spec.path != "llama-prefill")
-      user_error() << "model path '" << spec.path
-                   << "' is unknown; this build has llama-prefill (models/llama)";
-    std::map<std::string, std::string> kv = spec.config;
+    std::map<std::string, std::string> kv = model_settings(spec);
     const int runs = take_int(kv, "runs", 10), warmup = take_int(kv, "warmup", 2);
     models::LlamaConfig base;
     if (!configs.empty()) base.dtype = configs.front().first.dtype;

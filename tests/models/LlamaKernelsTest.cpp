@@ -1,7 +1,9 @@
-// The Llama element-wise kernels (tile language) on the CPU interpreter against plain C++, and
-// through the CUDA backend + NVRTC for sm_90a without a GPU (they lower and compile).
+// The Llama glue kernels (tile language) on the CPU interpreter against plain C++, and through
+// the CUDA backend + NVRTC for sm_90a without a GPU (they lower and compile).
 #include <cmath>
+#include <functional>
 #include <gtest/gtest.h>
+#include <set>
 
 #include "compile/Lower.h"
 #include "runtime/DeviceConvert.h"
@@ -10,9 +12,11 @@
 #include "codegen/cuda/LoweredKernel.h"
 #include "dispatch/DeviceRun.h"
 #include "llama/DeviceExec.h"
+#include "llama/Llama.h"
 #include "llama/LlamaKernels.h"
 #include "runtime/Jit.h"
 #include "runtime/Nvrtc.h"
+#include "tilepilot/operator.h"
 
 using namespace tp;
 using namespace tp::models;
@@ -52,25 +56,6 @@ void expect_close(const HostTensor& got, const std::vector<double>& want, const 
 
 } // namespace
 
-TEST(LlamaKernels, RmsNormMatchesPlainCpp) {
-  LlamaConfig c = small();
-  LlamaKernels k(c);
-  const int64_t T = c.tokens(), Hd = c.hidden;
-  HostTensor X = random(c.dtype, {T, Hd}, 1), W = random(c.dtype, {Hd}, 2);
-  HostTensor Y = poisoned(c.dtype, {T, Hd});
-  cpu::interpret(k.rmsnorm, {&X, &W, &Y});
-  std::vector<double> want(T * Hd);
-  for (int64_t t = 0; t < T; ++t) {
-    double ss = 0;
-    for (int64_t d = 0; d < Hd; ++d)
-      ss += X.get(t * Hd + d) * X.get(t * Hd + d);
-    double r = 1.0 / std::sqrt(ss / Hd + c.rms_eps);
-    for (int64_t d = 0; d < Hd; ++d)
-      want[t * Hd + d] = X.get(t * Hd + d) * r * W.get(d);
-  }
-  expect_close(Y, want, "rmsnorm");
-}
-
 TEST(LlamaKernels, EmbeddingGathersRows) {
   LlamaConfig c = small();
   LlamaKernels k(c);
@@ -87,49 +72,84 @@ TEST(LlamaKernels, EmbeddingGathersRows) {
   expect_close(X, want, "embedding");
 }
 
-TEST(LlamaKernels, RopeSplitRotatesQueriesAndKeysAndCopiesValues) {
+TEST(LlamaKernels, SplitAndToHeadsMoveQueriesKeysAndValuesIntoTheOperatorsLayouts) {
   LlamaConfig c = small();
   LlamaKernels k(c);
   const int64_t B = c.batch, S = c.seq, H = c.heads, Hkv = c.kv_heads, D = c.head_dim;
-  HostTensor QKV = random(c.dtype, {c.tokens(), c.qkv_dim()}, 4);
-  HostTensor COS(DType::f32, {S, D / 2}), SIN(DType::f32, {S, D / 2});
-  for (int64_t s = 0; s < S; ++s)
-    for (int64_t d = 0; d < D / 2; ++d) {
-      double a = s * std::pow(c.rope_theta, -2.0 * d / D);
-      COS.set(s * D / 2 + d, std::cos(a));
-      SIN.set(s * D / 2 + d, std::sin(a));
-    }
+  const int64_t T = c.tokens(), W = c.qkv_dim();
+  HostTensor QKV = random(c.dtype, {T, W}, 4);
+  HostTensor Qt = poisoned(c.dtype, {T, H, D}), Kt = poisoned(c.dtype, {T, Hkv, D});
+  cpu::interpret(k.split_qk, {&QKV, &Qt, &Kt});
+  // Token-major [T, heads, D]: q's heads first in each row, then k's.
+  auto token_major = [&](int64_t heads, int64_t col0) {
+    std::vector<double> want(T * heads * D);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < heads * D; ++i)
+        want[t * heads * D + i] = QKV.get(t * W + col0 + i);
+    return want;
+  };
+  expect_close(Qt, token_major(H, 0), "split_qk q");
+  expect_close(Kt, token_major(Hkv, H * D), "split_qk k");
+
+  // to_heads takes the rotated q and k (any values: it only moves them) and v from QKV.
+  HostTensor QR = random(c.dtype, {T, H, D}, 5), KR = random(c.dtype, {T, Hkv, D}, 6);
   HostTensor Q = poisoned(c.dtype, {B, H, S, D}), K = poisoned(c.dtype, {B, Hkv, S, D});
   HostTensor V = poisoned(c.dtype, {B, Hkv, S, D});
-  cpu::interpret(k.rope_split, {&QKV, &COS, &SIN, &Q, &K, &V});
-  auto expect_heads = [&](const HostTensor& out, int64_t heads, int64_t col0, bool rotate,
-                          const char* what) {
-    std::vector<double> want(out.numel());
+  cpu::interpret(k.to_heads, {&QR, &KR, &QKV, &Q, &K, &V});
+  auto head_major = [&](int64_t heads, const std::function<double(int64_t, int64_t, int64_t)>& at) {
+    std::vector<double> want(B * heads * S * D);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t s = 0; s < S; ++s)
-          for (int64_t d = 0; d < D; ++d) {
-            int64_t row = (b * S + s) * c.qkv_dim() + col0 + h * D;
-            int64_t j = d % (D / 2);
-            double x1 = QKV.get(row + j), x2 = QKV.get(row + j + D / 2);
-            double cs = COS.get(s * D / 2 + j), sn = SIN.get(s * D / 2 + j);
-            double v = !rotate     ? QKV.get(row + d)
-                       : d < D / 2 ? x1 * cs - x2 * sn
-                                   : x2 * cs + x1 * sn;
-            want[((b * heads + h) * S + s) * D + d] = v;
-          }
-    expect_close(out, want, what);
+          for (int64_t d = 0; d < D; ++d)
+            want[((b * heads + h) * S + s) * D + d] = at(b * S + s, h, d);
+    return want;
   };
-  expect_heads(Q, H, 0, true, "Q");
-  expect_heads(K, Hkv, H * D, true, "K");
-  expect_heads(V, Hkv, (H + Hkv) * D, false, "V");
+  expect_close(
+      Q,
+      head_major(H, [&](int64_t t, int64_t h, int64_t d) { return QR.get((t * H + h) * D + d); }),
+      "to_heads Q");
+  expect_close(K,
+               head_major(Hkv, [&](int64_t t, int64_t h,
+                                   int64_t d) { return KR.get((t * Hkv + h) * D + d); }),
+               "to_heads K");
+  expect_close(V,
+               head_major(Hkv, [&](int64_t t, int64_t h,
+                                   int64_t d) { return QKV.get(t * W + (H + Hkv + h) * D + d); }),
+               "to_heads V");
 }
 
-TEST(LlamaKernels, MergeHeadsResidualSwigluAndGatherLast) {
+TEST(LlamaKernels, CacheAppendWritesOnlyEachSequencesNewEntry) {
+  LlamaConfig c = LlamaConfig::tiny_decode();
+  LlamaKernels k(c);
+  const int64_t B = c.batch, H = c.heads, Hkv = c.kv_heads, D = c.head_dim, W = c.qkv_dim();
+  const int64_t L = c.cache_capacity();
+  HostTensor KR = random(c.dtype, {B, Hkv, D}, 7), QKV = random(c.dtype, {B, W}, 8);
+  HostTensor POS(DType::i32, {B});
+  for (int64_t b = 0; b < B; ++b)
+    POS.set(b, static_cast<double>(c.kv_len_of(b)));
+  HostTensor KC = random(c.dtype, {B, Hkv, L, D}, 9), VC = random(c.dtype, {B, Hkv, L, D}, 10);
+  const HostTensor KC0 = KC, VC0 = VC;
+  cpu::interpret(k.cache_append, {&KR, &QKV, &POS, &KC, &VC});
+  std::vector<double> wk(KC.numel()), wv(VC.numel());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t d = 0; d < D; ++d) {
+          const int64_t i = ((b * Hkv + h) * L + l) * D + d;
+          const bool fresh = l == c.kv_len_of(b);
+          wk[i] = fresh ? KR.get((b * Hkv + h) * D + d) : KC0.get(i);
+          wv[i] = fresh ? QKV.get(b * W + (H + Hkv + h) * D + d) : VC0.get(i);
+        }
+  expect_close(KC, wk, "k cache");
+  expect_close(VC, wv, "v cache");
+}
+
+TEST(LlamaKernels, MergeHeadsAndGatherLast) {
   LlamaConfig c = small();
   LlamaKernels k(c);
   const int64_t B = c.batch, S = c.seq, H = c.heads, D = c.head_dim, T = c.tokens();
-  const int64_t Hd = c.hidden, F = c.ffn;
+  const int64_t Hd = c.hidden;
 
   HostTensor O = random(c.dtype, {B, H, S, D}, 5), A = poisoned(c.dtype, {T, H * D});
   cpu::interpret(k.merge_heads, {&O, &A});
@@ -141,24 +161,7 @@ TEST(LlamaKernels, MergeHeadsResidualSwigluAndGatherLast) {
           want[(b * S + s) * H * D + h * D + d] = O.get(((b * H + h) * S + s) * D + d);
   expect_close(A, want, "merge_heads");
 
-  HostTensor X = random(c.dtype, {T, Hd}, 6), Y = random(c.dtype, {T, Hd}, 7);
-  want.assign(T * Hd, 0);
-  for (int64_t i = 0; i < T * Hd; ++i)
-    want[i] = X.get(i) + Y.get(i);
-  cpu::interpret(k.residual_add, {&X, &Y});
-  expect_close(X, want, "residual_add");
-
-  HostTensor GU = random(c.dtype, {T, 2 * F}, 8), Hh = poisoned(c.dtype, {T, F});
-  cpu::interpret(k.swiglu, {&GU, &Hh});
-  want.assign(T * F, 0);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t f = 0; f < F; ++f) {
-      double g = GU.get(t * 2 * F + f), u = GU.get(t * 2 * F + F + f);
-      want[t * F + f] = g / (1 + std::exp(-g)) * u;
-    }
-  expect_close(Hh, want, "swiglu");
-
-  HostTensor L = poisoned(c.dtype, {B, Hd});
+  HostTensor X = random(c.dtype, {T, Hd}, 6), L = poisoned(c.dtype, {B, Hd});
   cpu::interpret(k.gather_last, {&X, &L});
   want.assign(B * Hd, 0);
   for (int64_t b = 0; b < B; ++b)
@@ -170,10 +173,12 @@ TEST(LlamaKernels, MergeHeadsResidualSwigluAndGatherLast) {
 TEST(LlamaKernels, LowerAndCompileForSm90aAtLlama3Sizes) {
   std::string why;
   if (!rt::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC: " << why;
-  for (const LlamaConfig& c : {LlamaConfig::llama3_8b(), LlamaConfig::tiny()}) {
+  LlamaConfig decode = LlamaConfig::llama3_8b();
+  decode.mode = LlamaMode::decode;
+  for (const LlamaConfig& c : {LlamaConfig::llama3_8b(), LlamaConfig::tiny(), decode}) {
     LlamaKernels k(c);
-    for (const Kernel* kern : {&k.embedding, &k.rmsnorm, &k.rope_split, &k.merge_heads,
-                               &k.residual_add, &k.swiglu, &k.gather_last}) {
+    for (const Kernel* kern : {&k.embedding, &k.split_qk, &k.to_heads, &k.merge_heads,
+                               &k.gather_last, &k.cache_append}) {
       SCOPED_TRACE(kern->node().name);
       passes::Target t = passes::Target::parse("sm_90a");
       cuda::LoweredKernel lk = cuda::lower_kernel(*kern, t);
@@ -181,6 +186,29 @@ TEST(LlamaKernels, LowerAndCompileForSm90aAtLlama3Sizes) {
       EXPECT_FALSE(j.compiled.cubin.empty());
     }
   }
+}
+
+TEST(LlamaKernels, EveryOperatorKernelOfBothPathsCompilesForSm90aAtLlama3Sizes) {
+  // What --pin-defaults runs on an H200: each problem's default sm_90a config must lower and
+  // compile, or the GPU run would fall back with compile_failed.
+  std::string why;
+  if (!rt::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC: " << why;
+  std::set<std::string> compiled;
+  for (const LlamaConfig& c :
+       {parse_llama_config({{"tokens", "2048"}}),
+        parse_llama_config({{"mode", "decode"}, {"batch", "8"}, {"kv_len", "4096"}})})
+    for (const auto& [label, p] : llama_problems(c)) {
+      SCOPED_TRACE(label + " " + p.shape_str());
+      const ops::Operator& op = ops::find_operator(p.op);
+      ops::Config cfg = op.default_config(p, "sm_90a");
+      ASSERT_NO_THROW(op.validate(p, cfg));
+      cuda::LoweredKernel lk =
+          cuda::lower_kernel(op.build(p, cfg), passes::Target::parse("sm_90a"));
+      if (!compiled.insert(lk.canonical_ir).second) continue; // the same kernel as before
+      rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+      EXPECT_FALSE(j.compiled.cubin.empty());
+    }
+  EXPECT_GE(compiled.size(), 7u) << "gemm, attention, decode_attention, rmsnorm x2, rope, swiglu";
 }
 
 TEST(LlamaKernels, HandWrittenHelperKernelsCompileForSm90a) {

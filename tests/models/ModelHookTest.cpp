@@ -1,5 +1,6 @@
 // The pilot's model hook without a GPU: which config each model problem borrows, what the hook
 // says when it cannot run here, and the user errors it raises for a bad model spec.
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include "llama/Llama.h"
@@ -76,4 +77,60 @@ TEST(ModelHook, WithoutAGpuTheStageIsSkippedWithTheReason) {
   } catch (const StageSkipped& e) {
     EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
   }
+}
+
+TEST(ModelHook, TheRmsNormPilotSpecRunsItsModelStageOnTheDecodePath) {
+  PilotSpec s =
+      load_spec(std::string(TILEPILOT_TESTS_DIR) + "/../examples/pilots/rmsnorm-h200.yaml");
+  ASSERT_TRUE(s.has_model);
+  EXPECT_EQ(s.model.path, "llama-decode");
+  EXPECT_TRUE(s.wants("model"));
+  // The spec's model problems of the piloted operator: the decode step's norms at batch 32.
+  std::map<std::string, std::string> kv = s.model.config;
+  kv["mode"] = "decode";
+  std::vector<std::string> rmsnorm_shapes;
+  for (const auto& [label, p] : models::llama_problems(models::parse_llama_config(kv)))
+    if (p.op == "rmsnorm") rmsnorm_shapes.push_back(p.shape_str());
+  EXPECT_EQ(rmsnorm_shapes,
+            (std::vector<std::string>{"H=4096,T=32,residual=0", "H=4096,T=32,residual=1"}));
+  std::string why;
+  if (rt::device_count(&why) > 0) return; // the stage itself runs in the GPU suite
+  Backends b;
+  add_model_hook(b);
+  try {
+    b.model_run(s.model, ops::find_operator("rmsnorm"), {});
+    FAIL() << "expected StageSkipped";
+  } catch (const StageSkipped& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelHook, ABadDecodeModelSectionFailsTheSpecWithTheSetting) {
+  // The rmsnorm example spec with its model section replaced.
+  std::ifstream in(std::string(TILEPILOT_TESTS_DIR) + "/../examples/pilots/rmsnorm-h200.yaml");
+  const std::string example((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string section =
+      "model:\n  path: llama-decode\n  config: {layers: 2, batch: 32, kv_len: 4096}\n";
+  ASSERT_NE(example.find(section), std::string::npos) << "the example's model section changed";
+  auto spec_error = [&](const std::string& model) {
+    std::string text = example;
+    text.replace(text.find(section), section.size(), "model: " + model + "\n");
+    try {
+      parse_spec(text, "decode.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(spec_error("{path: llama-decode, config: {batch: 8, kv_len: 4096}}"), "no error");
+  EXPECT_NE(spec_error("{path: llama-decode, config: {kv_len: 0}}").find("kv_len=0"),
+            std::string::npos);
+  EXPECT_NE(spec_error("{path: llama-decode, config: {batch: 0}}").find("batch=0"),
+            std::string::npos);
+  EXPECT_NE(spec_error("{path: llama-decode, config: {mode: prefill}}").find("contradicts"),
+            std::string::npos);
+  EXPECT_NE(spec_error("{path: llama-decode, config: {seq: 128}}").find("prefill setting"),
+            std::string::npos);
+  EXPECT_NE(spec_error("{path: llama-beam}").find("llama-prefill and llama-decode"),
+            std::string::npos);
 }

@@ -1,11 +1,13 @@
-// `tilepilot model [--preset llama3-8b|tiny] [--layers N] [--batch N] [--seq N] [--set k=v,...]
-//  [--backend cuda|cpu] [--release DIR]... [--ops OP,OP] [--pin-defaults]
-//  [--disable LIB,...] [--runs N] [--warmup N] [--atol X] [--rtol X] [--json]`
+// `tilepilot model [--path llama-prefill|llama-decode] [--preset llama3-8b|tiny] [--layers N]
+//  [--batch N] [--seq N] [--kv-len N[:N...]] [--set k=v,...] [--backend cuda|cpu]
+//  [--release DIR]... [--ops OP,OP] [--pin-defaults] [--disable LIB,...] [--runs N]
+//  [--warmup N] [--atol X] [--rtol X] [--json]`
 //
-// The Llama prefill (models/llama) run with the dispatcher (pinned kernels where a release
-// allows) and with every dispatched operator on its fallback; prints where each problem went,
-// the interleaved latency with its 95% CI, each operator's share of time, memory, and whether
-// the two runs' logits agree. Exit status: 0 agree, 1 disagree, 2 bad input.
+// A Llama model path (models/llama: a prefill, or one decode step over a KV cache) run with
+// the dispatcher (pinned kernels where a release allows) and with every dispatched operator on
+// its fallback; prints where each problem went, the interleaved latency with its 95% CI, each
+// operator's share of time and the bottleneck family, memory, and whether the two runs' logits
+// agree. Exit status: 0 agree, 1 disagree, 2 bad input.
 #include <cmath>
 #include <iostream>
 #include <sstream>
@@ -30,9 +32,11 @@ std::set<std::string> split_set(const std::string& text) {
 
 void add_model_command(CLI::App& app, int* rc) {
   auto* cmd = app.add_subcommand(
-      "model", "run the Llama prefill with the pinned kernels and with the fallbacks, and compare");
+      "model", "run a Llama prefill or decode step with the pinned kernels and with the "
+               "fallbacks, and compare");
   struct Args {
-    std::string preset = "llama3-8b", set, backend = "cuda", ops, disable;
+    std::string path = "llama-prefill", preset = "llama3-8b", kv_len, set, backend = "cuda", ops,
+                disable;
     int64_t layers = 0, batch = 0, seq = 0;
     std::vector<std::string> releases;
     bool pin_defaults = false, json = false;
@@ -40,10 +44,15 @@ void add_model_command(CLI::App& app, int* rc) {
     double atol = 0.1, rtol = 0.05;
   };
   auto a = std::make_shared<Args>();
+  cmd->add_option("--path", a->path,
+                  "llama-prefill (default) | llama-decode (one new token per sequence)");
   cmd->add_option("--preset", a->preset, "llama3-8b (default) | tiny");
   cmd->add_option("--layers", a->layers, "decoder layers (default 2)");
   cmd->add_option("--batch", a->batch, "sequences (default 1)");
-  cmd->add_option("--seq", a->seq, "tokens per sequence (default 2048)");
+  cmd->add_option("--seq", a->seq, "prefill: tokens per sequence (default 2048)");
+  cmd->add_option("--kv-len", a->kv_len,
+                  "decode: cached tokens per sequence (default 4096), or one per sequence "
+                  "separated by ':'");
   cmd->add_option("--set", a->set,
                   "more model settings, e.g. hidden=2048,heads=16,kv_heads=4,ffn=8192,logits=all");
   cmd->add_option("--backend", a->backend, "cuda (default) | cpu (interpreter; tiny models)");
@@ -71,7 +80,14 @@ void add_model_command(CLI::App& app, int* rc) {
       if (!std::isfinite(v) || v < 0)
         user_error() << "model: " << flag << " " << v << " must be a finite number >= 0";
     std::map<std::string, std::string> kv = ops::parse_kv(a->set, "--set");
-    kv["preset"] = a->preset;
+    if (cmd->count("--preset") || !kv.count("preset")) kv["preset"] = a->preset;
+    // The path sets the mode; --set mode= alone may too (the spec's model config takes it).
+    const std::string mode = models::mode_of_path(a->path);
+    if (kv.count("mode") && cmd->count("--path") && kv["mode"] != mode)
+      user_error() << "model: --set mode=" << kv["mode"] << " contradicts --path " << a->path
+                   << "; give one of them";
+    if (!kv.count("mode")) kv["mode"] = mode;
+    if (cmd->count("--kv-len")) kv["kv_len"] = a->kv_len;
     if (cmd->count("--layers")) kv["layers"] = std::to_string(a->layers);
     if (cmd->count("--batch")) kv["batch"] = std::to_string(a->batch);
     if (cmd->count("--seq")) kv["seq"] = std::to_string(a->seq);
@@ -82,7 +98,14 @@ void add_model_command(CLI::App& app, int* rc) {
     models::ModelRunOptions o;
     o.config = models::parse_llama_config(kv);
     o.device = a->backend == "cuda";
-    if (!o.device && o.config.tokens() * o.config.hidden * o.config.hidden * o.config.layers > 1e10)
+    // The interpreter runs some 1e8 operations a second: bound the weights, the GEMMs' work
+    // and the decode caches' size.
+    const models::LlamaConfig& c = o.config;
+    const double weights = static_cast<double>(c.layers) *
+                               (c.hidden * (c.qkv_dim() + c.q_dim()) + 3.0 * c.hidden * c.ffn) +
+                           2.0 * c.vocab * c.hidden;
+    const double cache = c.decode() ? 2.0 * c.layers * c.batch * c.cache_capacity() * c.q_dim() : 0;
+    if (!o.device && (weights > 1e8 || 2 * weights * c.tokens() > 1e10 || cache > 1e9))
       user_error() << "model: " << o.config.str() << " is far too large for the CPU interpreter; "
                    << "use --preset tiny (or --backend cuda)";
     o.ops = split_set(a->ops);
