@@ -133,8 +133,9 @@ Kernel build(const Problem& p, const Config& c) {
         // Words past N or past K read the last column or row: finite codes that meet a zero
         // scale (the scale copy reads 0 out of bounds) or a zero A column, in outputs that are
         // never stored or sums they do not change.
-        Expr w = W(min(k * (bk / 8) + r, KW - 1), min(bx * bn + j, N - 1));
-        Expr s = one_row ? Expr(sc(j)) : cast(f32, sc(r / words_per_group, j));
+        // One load of the word and the scale for its eight codes.
+        Var w = let("w", W(min(k * (bk / 8) + r, KW - 1), min(bx * bn + j, N - 1)));
+        Var s = let("s", one_row ? Expr(sc(j)) : cast(f32, sc(r / words_per_group, j)));
         for (int i = 0; i < 8; ++i)
           Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * s;
       });
