@@ -25,16 +25,15 @@ struct Case {
 };
 
 std::vector<Case> cases() {
-  return {{"M=1,N=4096,K=4096", DType::bf16},      // q/o projection, decode
-          {"M=16,N=28672,K=4096", DType::bf16},    // gate_up (2 x 14336), batch-16 decode
-          {"M=1,N=4096,K=14336", DType::bf16},     // down projection, decode
-          {"M=16,N=6144,K=4096", DType::bf16},     // fused qkv
-          {"M=2048,N=4096,K=4096", DType::bf16},   // prefill
-          {"M=2048,N=28672,K=4096", DType::bf16},  // prefill gate_up
-          {"M=2048,N=4096,K=14336", DType::bf16},  // prefill down
-          {"M=3,N=77,K=256", DType::bf16},         // ragged everything
-          {"M=77,N=45,K=160,group=32", DType::bf16},
-          {"M=1,N=100,K=96,group=8", DType::f16}};
+  return {{"M=1,N=4096,K=4096", DType::bf16},     // q/o projection, decode
+          {"M=16,N=28672,K=4096", DType::bf16},   // gate_up (2 x 14336), batch-16 decode
+          {"M=1,N=4096,K=14336", DType::bf16},    // down projection, decode
+          {"M=16,N=6144,K=4096", DType::bf16},    // fused qkv
+          {"M=2048,N=4096,K=4096", DType::bf16},  // prefill
+          {"M=2048,N=28672,K=4096", DType::bf16}, // prefill gate_up
+          {"M=2048,N=4096,K=14336", DType::bf16}, // prefill down
+          {"M=3,N=77,K=256", DType::bf16},        // ragged everything
+          {"M=77,N=45,K=160,group=32", DType::bf16}, {"M=1,N=100,K=96,group=8", DType::f16}};
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& i) {
@@ -45,8 +44,8 @@ std::string case_name(const testing::TestParamInfo<Case>& i) {
 }
 
 /// Elements of `got` outside atol + rtol |want| (NaN counts), with the first one described.
-std::string mismatches(const std::vector<float>& got, const std::vector<float>& want,
-                       double atol, double rtol) {
+std::string mismatches(const std::vector<float>& got, const std::vector<float>& want, double atol,
+                       double rtol) {
   int64_t bad = 0, first = -1;
   for (size_t i = 0; i < want.size(); ++i)
     if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i])) && bad++ == 0)

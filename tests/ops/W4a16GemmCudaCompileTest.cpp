@@ -62,8 +62,7 @@ TEST_P(W4a16GemmShipped, CompilesThroughNvrtcWithoutSpilling) {
   const Shipped& s = GetParam();
   Problem p = problem_of(s);
   Config c = s.config.empty() ? w4a16::default_config(p, s.arch) : s.config;
-  cuda::LoweredKernel lk =
-      cuda::lower_kernel(w4a16::build(p, c), passes::Target::parse(s.arch));
+  cuda::LoweredKernel lk = cuda::lower_kernel(w4a16::build(p, c), passes::Target::parse(s.arch));
   // Bypass the kernel cache: the test reads ptxas' report of this compile.
   rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, s.arch, {}, true);
   EXPECT_FALSE(j.compiled.cubin.empty());

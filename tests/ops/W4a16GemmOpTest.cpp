@@ -227,16 +227,22 @@ TEST(W4a16Gemm, BadInputIsRejectedWithItsName) {
   using S = std::vector<std::vector<int64_t>>;
   const std::vector<DType> dts = {DType::bf16, DType::i32, DType::bf16, DType::bf16};
   EXPECT_EQ(op.problem_for(S{{3, 256}, {32, 77}, {8, 77}, {3, 77}}, dts, {}).at("group"), 32);
-  expect_error([&] { op.problem_for(S{{3, 256}, {32, 77}, {8, 77}, {3, 78}}, dts, {}); },
-               "shapes do not agree");
+  expect_error(
+      [&] {
+        op.problem_for(S{{3, 256}, {32, 77}, {8, 77}, {3, 78}}, dts, {});
+      },
+      "shapes do not agree");
   expect_error(
       [&] {
         op.problem_for(S{{3, 256}, {32, 77}, {8, 77}, {3, 77}},
                        {DType::bf16, DType::bf16, DType::bf16, DType::bf16}, {});
       },
       "W must be i32");
-  expect_error([&] { op.problem_for(S{{3, 256}, {32, 77}, {8, 77}}, dts, {}); },
-               "takes 4 tensors (A, W, scales, C), got 3");
+  expect_error(
+      [&] {
+        op.problem_for(S{{3, 256}, {32, 77}, {8, 77}}, dts, {});
+      },
+      "takes 4 tensors (A, W, scales, C), got 3");
 }
 
 } // namespace

@@ -81,7 +81,10 @@ Config default_config(const Problem& p, const std::string& arch) {
   const bool decode = M <= 64;
   if (arch == "sm_90a") {
     if (decode)
-      return with_bk({{"bm", 64}, {"bn", N >= 132 * 64 ? 64 : 32}, {"bk", 128}, {"stages", 4},
+      return with_bk({{"bm", 64},
+                      {"bn", N >= 132 * 64 ? 64 : 32},
+                      {"bk", 128},
+                      {"stages", 4},
                       {"threads", 128}});
     return with_bk({{"bm", 128}, {"bn", 256}, {"bk", 64}, {"stages", 3}, {"threads", 256}});
   }

@@ -40,8 +40,7 @@ size_t dense_bytes(const Problem& p) {
 
 void check_args(const std::vector<DeviceTensor>& args) {
   if (args.size() != 4)
-    user_error() << "w4a16_gemm framework: takes 4 tensors (A, W, scales, C), got "
-                 << args.size();
+    user_error() << "w4a16_gemm framework: takes 4 tensors (A, W, scales, C), got " << args.size();
   for (const DeviceTensor& t : args)
     if (!t.contiguous()) user_error() << "w4a16_gemm framework: every tensor must be contiguous";
 }
