@@ -1,0 +1,200 @@
+// w4a16 GEMM's kernel, parsing, configs, inputs and fp64 reference (see W4a16Gemm.h). Each
+// block owns a bm x bn tile of C; every K step copies A's tile, reads the step's packed words
+// element-wise, unpacks their codes with shifts and masks into the shared B tile (scaled,
+// rounded into the dtype) and runs the gemm: the weights move at a quarter of bf16's bytes.
+#include "ops/w4a16_gemm/W4a16Gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "ops/ParseHelpers.h"
+#include "tilepilot/error.h"
+
+namespace tp::ops::w4a16 {
+
+namespace {
+
+constexpr const char* kOp = "w4a16_gemm";
+
+/// Code i (0..7) of a packed word. `>>` copies the sign bit, which the mask drops.
+Expr code(const Expr& word, int i) {
+  return (word >> (4 * i)) & 15;
+}
+
+} // namespace
+
+int64_t fitting_bk(int64_t group, int64_t preferred) {
+  auto fits = [&](int64_t bk) { return group % bk == 0 || bk % group == 0; };
+  if (preferred % 16 == 0 && fits(preferred)) return preferred;
+  // Nearest first, smaller before larger: a smaller step keeps shared memory in bounds.
+  for (int64_t d = 16; d <= 256; d += 16)
+    for (int64_t bk : {preferred - d, preferred + d})
+      if (bk >= 16 && bk <= 256 && bk % 16 == 0 && fits(bk)) return bk;
+  return 0;
+}
+
+Problem parse(const std::map<std::string, std::string>& kv, DType dtype) {
+  reject_unknown(kv, {"M", "N", "K", "group"}, kOp);
+  const std::string ex = "M=16,N=4096,K=4096,group=128";
+  Problem p;
+  p.op = kOp;
+  p.dtype = dtype;
+  for (const char* k : {"M", "N", "K"})
+    p.shape[k] = require_positive(kv, k, kOp, ex);
+  const int64_t K = p.shape["K"], group = optional_int(kv, "group", 128, kOp);
+  p.shape["group"] = group;
+  if (group % 8)
+    user_error() << kOp << ": group=" << group
+                 << " is not a multiple of 8; a packed i32 word holds 8 rows of K and they must "
+                    "share one scale (use 32, 64 or 128)";
+  if (K % group)
+    user_error() << kOp << ": K=" << K << " is not a multiple of group=" << group
+                 << "; every group of K rows has one scale row (pad K to "
+                 << (K + group - 1) / group * group << " or use a group that divides K)";
+  if (!fitting_bk(group, 64))
+    user_error() << kOp << ": group=" << group
+                 << " has no reduction step (a multiple of 16 up to 256) that it divides or "
+                    "that divides it; use a group that is a multiple of 16";
+  if (p.shape["M"] * K > 2147483647 || K / 8 * p.shape["N"] > 2147483647 ||
+      p.shape["M"] * p.shape["N"] > 2147483647)
+    user_error() << kOp << ": " << p.shape_str()
+                 << " has a tensor of 2^31 elements or more, more than a kernel indexes; split M";
+  if (dtype != DType::bf16 && dtype != DType::f16)
+    user_error() << kOp << ": dtype " << dtype_name(dtype)
+                 << " is not supported (activations, scales and C); use bf16 or f16";
+  return p;
+}
+
+Config default_config(const Problem& p, const std::string& arch) {
+  const int64_t M = p.at("M"), N = p.at("N"), group = p.at("group");
+  auto with_bk = [&](Config c) {
+    c["bk"] = fitting_bk(group, c["bk"]);
+    return c;
+  };
+  if (arch == "cpu")
+    return with_bk({{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}});
+  // Priors, not yet measured on a GPU. Decode reads the weights once and is bound by their
+  // bytes: narrow column tiles give N / bn blocks (N = 4096 with bn = 32: 128 blocks for the
+  // H200's 132 SMs), each streaming its columns' words through a deep pipeline. Its M <= 64
+  // rows fit one tensor-core tile (wgmma's m64; mma's m16 on sm_80).
+  const bool decode = M <= 64;
+  if (arch == "sm_90a") {
+    if (decode)
+      return with_bk({{"bm", 64},
+                      {"bn", N >= 132 * 64 ? 64 : 32},
+                      {"bk", 128},
+                      {"stages", 4},
+                      {"threads", 128}});
+    return with_bk({{"bm", 128}, {"bn", 256}, {"bk", 64}, {"stages", 3}, {"threads", 256}});
+  }
+  if (decode)
+    return with_bk({{"bm", M <= 16 ? 16 : 64},
+                    {"bn", N >= 108 * 64 ? 64 : 32},
+                    {"bk", 128},
+                    {"stages", 3},
+                    {"threads", 128}});
+  return with_bk({{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}});
+}
+
+void validate(const Problem& p, const Config& c) {
+  for (const char* k : {"bm", "bn", "bk", "stages", "threads"})
+    if (!c.count(k)) user_error() << kOp << ": config is missing " << k;
+  const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk"), group = p.at("group");
+  if (bm % 16 || bn % 16 || bk % 16 || bm < 16 || bn < 16 || bk < 16)
+    user_error() << kOp << ": bm, bn, bk must be positive multiples of 16 (the tensor-core "
+                 << "tile), got " << config_str(c);
+  if (c.at("threads") % 32 || c.at("threads") < 32 || c.at("threads") > 1024)
+    user_error() << kOp << ": threads=" << c.at("threads")
+                 << " must be a multiple of 32 in [32, 1024]";
+  if (group % bk && bk % group)
+    user_error() << kOp << ": bk=" << bk << " and group=" << group
+                 << " do not nest: a K step must lie in one scale group or cover whole groups; "
+                 << "use bk=" << fitting_bk(group, bk);
+}
+
+Kernel build(const Problem& p, const Config& c) {
+  validate(p, c);
+  const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk"), group = p.at("group");
+  const DType dt = p.dtype;
+  Dim M("M"), N("N"), K("K"), KW("KW"), KG("KG");
+  Tensor A("A", {M, K}, dt), W("W", {KW, N}, i32), S("scales", {KG, N}, dt);
+  Tensor C("C", {M, N}, dt);
+  // A step inside one group reads one scale row (a fragment per column); a step over several
+  // groups reads its bk / group rows into shared memory, where a word row finds its own.
+  const bool one_row = group % bk == 0;
+  const int64_t words_per_group = group / 8;
+  auto body = [&](Var bx, Var by) {
+    Tile As = alloc_shared({bm, bk}, dt), Bs = alloc_shared({bk, bn}, dt);
+    Tile sc = one_row ? alloc_fragment({bn}, f32) : alloc_shared({bk / group, bn}, dt);
+    Tile acc = alloc_fragment({bm, bn}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, bk), static_cast<int>(c.at("stages")), [&](Var k) {
+      copy(A.tile(by * bm, k * bk), As);
+      copy(S.tile(one_row ? k * bk / group : k * (bk / group), bx * bn), sc);
+      parallel({bk / 8, bn}, [&](Var r, Var j) {
+        // Words past N or past K read the last column or row: finite codes that meet a zero
+        // scale (the scale copy reads 0 out of bounds) or a zero A column, in outputs that are
+        // never stored or sums they do not change.
+        // One load of the word and the scale for its eight codes.
+        Var w = let("w", W(min(k * (bk / 8) + r, KW - 1), min(bx * bn + j, N - 1)));
+        Var s = let("s", one_row ? Expr(sc(j)) : cast(f32, sc(r / words_per_group, j)));
+        for (int i = 0; i < 8; ++i)
+          Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * s;
+      });
+      gemm(As, Bs, acc);
+    });
+    copy(acc, C.tile(by * bm, bx * bn));
+  };
+  return kernel("w4a16_gemm_g" + std::to_string(group), {A, W, S, C},
+                grid(ceildiv(N, bn), ceildiv(M, bm)), threads(static_cast<int>(c.at("threads"))),
+                body);
+}
+
+std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {
+  const int64_t M = p.at("M"), N = p.at("N"), K = p.at("K"), group = p.at("group");
+  std::vector<HostTensor> a;
+  a.emplace_back(p.dtype, std::vector<int64_t>{M, K});
+  a.back().fill_random(seed * 5 + 1);
+  // Raw 32-bit draws: every bit pattern is a valid word, so every code is equally likely and
+  // code 15 (the sign bit of the word's top nibble) is as common as the others.
+  a.emplace_back(DType::i32, std::vector<int64_t>{K / 8, N});
+  std::mt19937 gen(static_cast<uint32_t>(seed * 5 + 2));
+  auto* words = static_cast<uint32_t*>(a.back().data());
+  for (int64_t i = 0; i < a.back().numel(); ++i)
+    words[i] = gen();
+  a.emplace_back(p.dtype, std::vector<int64_t>{K / group, N});
+  a.back().fill_random(seed * 5 + 3, 0.01, 0.1);
+  a.emplace_back(p.dtype, std::vector<int64_t>{M, N});
+  a.back().poison();
+  return a;
+}
+
+std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& a, int64_t r0,
+                              int64_t nr, int64_t c0, int64_t nc) {
+  const int64_t N = p.at("N"), K = p.at("K"), group = p.at("group");
+  const auto* words = static_cast<const uint32_t*>(a[1].data());
+  // The box's columns of dequant(W), transposed to [nc, K] for a dot product per output.
+  std::vector<double> wt(nc * K);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < nc; ++j) {
+      const int64_t n = c0 + j;
+      const int64_t c = (words[(k / 8) * N + n] >> (4 * (k % 8))) & 15;
+      wt[j * K + k] = round_to(p.dtype, double(c - 8) * a[2].get((k / group) * N + n));
+    }
+  std::vector<double> row(K), out(nr * nc);
+  for (int64_t i = 0; i < nr; ++i) {
+    for (int64_t k = 0; k < K; ++k)
+      row[k] = a[0].get((r0 + i) * K + k);
+    for (int64_t j = 0; j < nc; ++j) {
+      double s = 0;
+      const double* w = &wt[j * K];
+      for (int64_t k = 0; k < K; ++k)
+        s += row[k] * w[k];
+      out[i * nc + j] = s;
+    }
+  }
+  return out;
+}
+
+} // namespace tp::ops::w4a16

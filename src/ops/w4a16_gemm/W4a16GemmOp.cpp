@@ -1,0 +1,179 @@
+// W4a16GemmOp: the Operator over the w4a16 kernel, references and framework chain.
+#include "ops/w4a16_gemm/W4a16GemmOp.h"
+
+#include <algorithm>
+
+#include "ops/reference/GpuReference.h"
+#include "ops/w4a16_gemm/W4a16Gemm.h"
+#include "ops/w4a16_gemm/W4a16GemmFramework.h"
+#include "runtime/DeviceBuffer.h"
+#include "tilepilot/error.h"
+
+namespace tp::ops {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+} // namespace
+
+std::string W4a16GemmOp::summary() const {
+  return "C[M,N] = A[M,K] dequant(W); W i32 [K/8, N], 8 int4 codes per word along K (row 8r+i "
+         "in bits 4i..4i+3), w = (code - 8) * scales[k/group, n]; f32 accumulate";
+}
+
+std::vector<std::pair<std::string, std::string>> W4a16GemmOp::shape_keys() const {
+  return {{"M", "rows of A and C (tokens)"},
+          {"N", "columns of C (output features)"},
+          {"K", "reduction length (input features), a multiple of group"},
+          {"group", "rows of K that share one scale, a multiple of 8; default 128"}};
+}
+
+Problem W4a16GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
+  return w4a16::parse(kv, dtype);
+}
+
+Problem W4a16GemmOp::problem_for(const std::vector<std::vector<int64_t>>& shapes,
+                                 const std::vector<DType>& dtypes,
+                                 const std::map<std::string, std::string>& options) const {
+  if (!options.empty())
+    user_error() << "w4a16_gemm: takes no options, got '" << options.begin()->first << "'";
+  if (shapes.size() != 4 || dtypes.size() != 4)
+    user_error() << "w4a16_gemm: takes 4 tensors (A, W, scales, C), got " << shapes.size();
+  const char* names[] = {"A", "W", "scales", "C"};
+  for (size_t i = 0; i < 4; ++i)
+    if (shapes[i].size() != 2)
+      user_error() << "w4a16_gemm: tensor '" << names[i] << "' must be 2-d, got "
+                   << shape_text(shapes[i]);
+  const auto &a = shapes[0], &w = shapes[1], &s = shapes[2], &c = shapes[3];
+  const int64_t M = a[0], K = a[1], N = c[1];
+  if (dtypes[1] != DType::i32)
+    user_error() << "w4a16_gemm: W must be i32 (8 int4 codes per word), got "
+                 << dtype_name(dtypes[1]);
+  if (dtypes[2] != dtypes[0] || dtypes[3] != dtypes[0])
+    user_error() << "w4a16_gemm: A is " << dtype_name(dtypes[0]) << " but scales are "
+                 << dtype_name(dtypes[2]) << " and C is " << dtype_name(dtypes[3])
+                 << "; A, scales and C share one dtype";
+  if (c[0] != M || w != std::vector<int64_t>{K / 8, N} || K % 8 || s[1] != N || s[0] < 1 ||
+      K % s[0])
+    user_error() << "w4a16_gemm: shapes do not agree: A " << shape_text(a) << ", W "
+                 << shape_text(w) << ", scales " << shape_text(s) << ", C " << shape_text(c)
+                 << "; need A [M, K], W [K/8, N], scales [K/group, N], C [M, N]";
+  return w4a16::parse({{"M", std::to_string(M)},
+                       {"N", std::to_string(N)},
+                       {"K", std::to_string(K)},
+                       {"group", std::to_string(K / s[0])}},
+                      dtypes[0]);
+}
+
+Problem W4a16GemmOp::problem_from_inputs(const std::vector<std::vector<int64_t>>& shapes,
+                                         const std::vector<DType>& dtypes,
+                                         const std::map<std::string, std::string>& options) const {
+  if (shapes.size() != 3 || dtypes.size() != 3 || shapes[0].size() != 2 || shapes[1].size() != 2)
+    user_error() << "w4a16_gemm: takes 3 inputs A [M, K], W [K/8, N], scales [K/group, N]";
+  // C is [M, N] in A's dtype.
+  return problem_for({shapes[0], shapes[1], shapes[2], {shapes[0][0], shapes[1][1]}},
+                     {dtypes[0], dtypes[1], dtypes[2], dtypes[0]}, options);
+}
+
+std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
+  // `values` is what the tuner searches on `arch`; min..max what a config may set. Decode
+  // wants narrow column tiles (many blocks over N), prefill the large tensor-core tiles.
+  if (arch == "sm_90a")
+    return {{"bm",
+             {64, 128},
+             "block tile rows (a multiple of 16; wgmma takes 64 per warpgroup)",
+             16,
+             256},
+            {"bn", {32, 64, 128, 256}, "block tile columns (a multiple of 16)", 16, 256},
+            {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256},
+            {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
+            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
+  if (arch == "sm_80")
+    return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256},
+            {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256},
+            {"bk", {32, 64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256},
+            {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
+            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
+  return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256},
+          {"bn", {32, 64}, "block tile columns (a multiple of 16)", 16, 256},
+          {"bk", {32, 64}, "reduction step (a multiple of 16 nesting with group)", 16, 256},
+          {"stages", {2}, "pipeline depth", 1, 8},
+          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024}};
+}
+
+Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) const {
+  return w4a16::default_config(p, arch);
+}
+
+void W4a16GemmOp::validate(const Problem& p, const Config& c) const {
+  validate_knobs(*this, c, "cpu");
+  w4a16::validate(p, c);
+}
+
+Kernel W4a16GemmOp::build(const Problem& p, const Config& c) const {
+  validate(p, c);
+  return w4a16::build(p, c);
+}
+
+std::vector<ArgSpec> W4a16GemmOp::arg_specs(const Problem& p) const {
+  const int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
+  return {{p.dtype, {M, K}},
+          {DType::i32, {K / 8, N}},
+          {p.dtype, {K / p.at("group"), N}},
+          {p.dtype, {M, N}}};
+}
+
+std::vector<HostTensor> W4a16GemmOp::make_args(const Problem& p, uint64_t seed) const {
+  return w4a16::make_args(p, seed);
+}
+
+std::vector<Box> W4a16GemmOp::block_outputs(const Problem& p, const Config& c,
+                                            const std::array<int64_t, 3>& b) const {
+  const int64_t bm = c.at("bm"), bn = c.at("bn");
+  const int64_t r0 = b[1] * bm, c0 = b[0] * bn;
+  return {Box{3, {r0, c0}, {std::min(bm, p.at("M") - r0), std::min(bn, p.at("N") - c0)}}};
+}
+
+double W4a16GemmOp::flops(const Problem& p) const {
+  return 2.0 * p.at("M") * p.at("N") * p.at("K");
+}
+
+double W4a16GemmOp::min_bytes(const Problem& p) const {
+  const double M = p.at("M"), N = p.at("N"), K = p.at("K"), e = dtype_bytes(p.dtype);
+  // A and C in the dtype, half a byte per weight, one scale per group and column.
+  return (M * K + M * N) * e + K * N / 2 + K / p.at("group") * N * e;
+}
+
+std::vector<double> W4a16GemmOp::reference(const Problem& p, const std::vector<HostTensor>& args,
+                                           const Box& box) const {
+  return w4a16::reference(p, args, box.min[0], box.extent[0], box.min[1], box.extent[1]);
+}
+
+bool W4a16GemmOp::gpu_reference(const Problem& p, const std::vector<DeviceTensor>& a,
+                                const std::vector<DeviceTensor>& out, Stream s) const {
+  // The framework's dequantize kernel, then the plain fp32 reference GEMM: nothing of the
+  // tile-language kernel is shared.
+  rt::DeviceBuffer dense(static_cast<size_t>(dtype_bytes(p.dtype)) * p.at("K") * p.at("N"));
+  w4a16::dequantize(p, a.at(1).ptr, a.at(2).ptr, dense.ptr(), s);
+  gpu_reference_gemm(p.dtype, "nn", p.at("M"), p.at("N"), p.at("K"), a.at(0).ptr, dense.ptr(),
+                     out.at(0).ptr, s);
+  synchronize(); // `dense` is freed on return
+  return true;
+}
+
+std::string W4a16GemmOp::framework_name() const {
+  return w4a16::kFrameworkName;
+}
+
+std::unique_ptr<Framework> W4a16GemmOp::framework(const Problem& p,
+                                                  const FrameworkOptions& o) const {
+  return w4a16::make_framework(p, o);
+}
+
+} // namespace tp::ops
