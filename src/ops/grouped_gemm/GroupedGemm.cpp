@@ -93,13 +93,6 @@ std::vector<int64_t> ragged_counts(int64_t E, int64_t R) {
   return c;
 }
 
-/// a0 + a1 + ... as a balanced tree: E terms nest log2(E) deep in the generated source.
-Expr sum_of(const std::vector<Expr>& terms, size_t lo, size_t hi) {
-  if (hi - lo == 1) return terms[lo];
-  const size_t mid = (lo + hi) / 2;
-  return sum_of(terms, lo, mid) + sum_of(terms, mid, hi);
-}
-
 } // namespace
 
 Problem parse(const std::map<std::string, std::string>& kv, DType dtype) {
@@ -174,43 +167,48 @@ Kernel build(const Problem& p, const Config& c) {
   Tensor A("A", {R, K}, dt), C("C", {R, N}, dt), offs("offs", {E}, i32);
   Tensor B("B", nt ? std::vector<Expr>{E, N, K} : std::vector<Expr>{E, K, N}, dt);
   const std::string name = "grouped_gemm_" + p.options.at("layout") + "_e" + std::to_string(E);
-  return kernel(
-      name, {A, B, offs, C}, grid(ceildiv(N, bn), min(R, ceildiv(R, bm) + (E - 1))),
-      threads(static_cast<int>(c.at("threads"))), [&](Var bx, Var t) {
-        // ends[e] = offs[e] clipped to R (bad offsets never address past A or C); cum[e] =
-        // the tiles of experts 0..e. Each is a let over offs: the scan without a loop.
-        std::vector<Expr> ends, cum, below, tiles_below;
-        for (int64_t e = 0; e < E; ++e) {
-          ends.push_back(let("end" + std::to_string(e), min(offs(e), R)));
-          Expr begin = e == 0 ? Expr(0) : ends[e - 1];
-          Expr tiles = ceildiv(max(ends[e] - begin, 0), bm);
-          cum.push_back(let("cum" + std::to_string(e), e == 0 ? tiles : cum[e - 1] + tiles));
-          below.push_back(select(cum[e] <= t, 1, 0));
-          tiles_below.push_back(select(cum[e] <= t, tiles, 0));
-        }
-        Var valid = let("valid", select(t < cum[E - 1], 1, 0));
-        // Past the list g is E: clamp it so that every address stays inside B and offs.
-        Var g = let("g", min(sum_of(below, 0, below.size()), E - 1));
-        Var row0 = let("row0", select(g > 0, min(offs(max(g - 1, 0)), R), 0) +
-                                   (t - sum_of(tiles_below, 0, tiles_below.size())) * bm);
-        Var row_end = let("row_end", select(valid > 0, min(offs(g), R), 0));
-        Tile As = alloc_shared({bm, bk}, dt);
-        Tile Bs = nt ? alloc_shared({bn, bk}, dt) : alloc_shared({bk, bn}, dt);
-        Tile acc = alloc_fragment({bm, bn}, f32);
-        clear(acc);
-        // A block past the list runs no step; its (zero) tile is not stored.
-        pipelined(select(valid > 0, ceildiv(K, bk), 0), stages, [&](Var k) {
-          copy(A.tile(row0, k * bk), As); // rows past the expert's end: computed, not stored
-          copy(nt ? B.tile(g, bx * bn, k * bk) : B.tile(g, k * bk, bx * bn), Bs);
-          gemm(As, Bs, acc, {.trans_b = nt});
-        });
-        // An element-wise guarded store: a whole-tile copy would overwrite the next expert's
-        // rows (lesson 10).
-        parallel({bm, bn}, [&](Var i, Var j) {
-          Expr row = row0 + i, col = bx * bn + j;
-          if_then(row < row_end && col < N, [&] { C(row, col) = acc(i, j); });
-        });
-      });
+  return kernel(name, {A, B, offs, C}, grid(ceildiv(N, bn), min(R, ceildiv(R, bm) + (E - 1))),
+                threads(static_cast<int>(c.at("threads"))), [&](Var bx, Var t) {
+                  // One pass over the experts, a few running lets each (so only those stay live,
+                  // also in a producer warp's small register budget): end = offs[e] clipped to R
+                  // (bad offsets never address past A or C); cum = the tiles of experts 0..e; for
+                  // the experts wholly before block row t (cum <= t, as cum only grows): g counts
+                  // them, start is the last one's end (expert g's first row) and before its cum
+                  // (the tiles ahead of expert g).
+                  Expr end = 0, cum = 0, g = 0, start = 0, before = 0;
+                  for (int64_t e = 0; e < E; ++e) {
+                    const std::string n = std::to_string(e);
+                    Expr prev = end;
+                    end = let("end" + n, min(offs(e), R));
+                    cum = let("cum" + n, cum + ceildiv(max(end - prev, 0), bm));
+                    Var done = let("done" + n, select(cum <= t, 1, 0));
+                    g = let("g" + n, g + done);
+                    start = let("start" + n, select(done > 0, end, start));
+                    before = let("before" + n, select(done > 0, cum, before));
+                  }
+                  Var valid = let("valid", select(t < cum, 1, 0));
+                  // Past the list g is E: clamp it so that every address stays inside B and offs.
+                  Var ge = let("expert", min(g, E - 1));
+                  Var row0 = let("row0", start + (t - before) * bm);
+                  Var row_end = let("row_end", select(valid > 0, min(offs(ge), R), 0));
+                  Tile As = alloc_shared({bm, bk}, dt);
+                  Tile Bs = nt ? alloc_shared({bn, bk}, dt) : alloc_shared({bk, bn}, dt);
+                  Tile acc = alloc_fragment({bm, bn}, f32);
+                  clear(acc);
+                  // A block past the list runs no step; its (zero) tile is not stored.
+                  pipelined(select(valid > 0, ceildiv(K, bk), 0), stages, [&](Var k) {
+                    copy(A.tile(row0, k * bk),
+                         As); // rows past the expert's end: computed, not stored
+                    copy(nt ? B.tile(ge, bx * bn, k * bk) : B.tile(ge, k * bk, bx * bn), Bs);
+                    gemm(As, Bs, acc, {.trans_b = nt});
+                  });
+                  // An element-wise guarded store: a whole-tile copy would overwrite the next
+                  // expert's rows (lesson 10).
+                  parallel({bm, bn}, [&](Var i, Var j) {
+                    Expr row = row0 + i, col = bx * bn + j;
+                    if_then(row < row_end && col < N, [&] { C(row, col) = acc(i, j); });
+                  });
+                });
 }
 
 std::vector<ArgSpec> arg_specs(const Problem& p) {
