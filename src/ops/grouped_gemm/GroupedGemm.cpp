@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -91,6 +92,42 @@ std::vector<int64_t> ragged_counts(int64_t E, int64_t R) {
   for (size_t i = 0; given < R; ++i, ++given)
     ++c[rest[i % rest.size()].second];
   return c;
+}
+
+/// B: the experts that get rows uniform in [-1, 1), those that get none NaN, so that a kernel
+/// reading an empty expert's weights fails. The weights are most of a problem's bytes (Mixtral:
+/// 470M per projection), so bf16 is written as bits straight from splitmix64 (a 24-bit
+/// uniform, truncated to bf16: still uniform on bf16's grid) instead of fill_random's
+/// per-element rounding: the CPU pilot's run time is mostly this fill.
+void fill_weights(HostTensor& b, const std::vector<int64_t>& n, uint64_t seed) {
+  const int64_t per_expert = b.numel() / static_cast<int64_t>(n.size());
+  if (b.dtype() != DType::bf16) {
+    b.fill_random(seed);
+    for (size_t e = 0; e < n.size(); ++e)
+      if (n[e] == 0)
+        for (int64_t i = 0; i < per_expert; ++i)
+          b.set(static_cast<int64_t>(e) * per_expert + i, NAN);
+    return;
+  }
+  uint16_t* bits = static_cast<uint16_t*>(b.data());
+  for (size_t e = 0; e < n.size(); ++e) {
+    uint16_t* w = bits + static_cast<int64_t>(e) * per_expert;
+    if (n[e] == 0) {
+      std::fill(w, w + per_expert, uint16_t{0x7fc0}); // bf16 quiet NaN
+      continue;
+    }
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + e;
+    for (int64_t i = 0; i < per_expert; ++i) {
+      uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      const float f = static_cast<float>(z >> 40) * 0x1.0p-23f - 1.0f; // [-1, 1), exact
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      w[i] = static_cast<uint16_t>(u >> 16);
+    }
+  }
 }
 
 } // namespace
@@ -225,9 +262,9 @@ std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {
   for (const ArgSpec& s : arg_specs(p))
     a.emplace_back(s.dtype, s.shape);
   a[0].fill_random(seed * 5 + 1);
-  a[1].fill_random(seed * 5 + 2);
-  int64_t end = 0;
   const std::vector<int64_t> n = counts(p);
+  fill_weights(a[1], n, seed * 5 + 2);
+  int64_t end = 0;
   for (size_t e = 0; e < n.size(); ++e)
     a[2].set(static_cast<int64_t>(e), static_cast<double>(end += n[e]));
   a[3].poison();

@@ -31,7 +31,8 @@ void validate(const Problem& p, const Config& c);
 /// Parameters A, B, offs, C; R, N, K bound at launch, E compiled in.
 Kernel build(const Problem& p, const Config& c);
 std::vector<ArgSpec> arg_specs(const Problem& p);
-/// A, B uniform in [-1, 1) (seeded), offs from counts(p), C poisoned.
+/// A and the weights of the experts with rows uniform in [-1, 1) (seeded), the weights of
+/// empty experts NaN (no kernel may read them), offs from counts(p), C poisoned.
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed);
 
 /// One bm-row tile of one expert: the rows [row0, row_end) it computes.
