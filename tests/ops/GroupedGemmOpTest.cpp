@@ -137,6 +137,7 @@ TEST(GroupedGemm, BlockOutputsTileTheExpertsRowsOnce) {
                 ++hits[r * p.at("N") + n];
       EXPECT_TRUE(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }))
           << s << " " << arch;
+      EXPECT_EQ(g[1], gg::max_tiles(p.at("E"), p.at("R"), c.at("bm")));
       EXPECT_GE(g[1], static_cast<int64_t>(gg::row_tiles(gg::counts(p), c.at("bm")).size()));
     }
   }

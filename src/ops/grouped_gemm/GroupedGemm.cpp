@@ -4,7 +4,8 @@
 // by expert, ceil(count_e / bm) tiles each, as lesson 10's host-built list, but each block
 // derives its own entry from offs: with cum_e the tiles of experts 0..e, block row t belongs
 // to expert g = #{e : cum_e <= t} and starts at row offs[g - 1] + (t - cum_{g-1}) bm. E is
-// compiled in, so that scan is a chain of E scalar lets over offs (no loop, no tile): the
+// compiled in, so that scan is a chain of scalar lets over offs, a few per expert (no loop,
+// no tile): the
 // kernel's inputs do not depend on the config, and lets that read only a read-only tensor are
 // what a warp-specialized TMA producer may evaluate for its coordinates, so the sm_90a kernel
 // stays warp-specialized. The grid's rows are a bound on the tiles (max_tiles); blocks past
@@ -234,8 +235,8 @@ Kernel build(const Problem& p, const Config& c) {
                   clear(acc);
                   // A block past the list runs no step; its (zero) tile is not stored.
                   pipelined(select(valid > 0, ceildiv(K, bk), 0), stages, [&](Var k) {
-                    copy(A.tile(row0, k * bk),
-                         As); // rows past the expert's end: computed, not stored
+                    // Rows past the expert's end are computed but not stored.
+                    copy(A.tile(row0, k * bk), As);
                     copy(nt ? B.tile(ge, bx * bn, k * bk) : B.tile(ge, k * bk, bx * bn), Bs);
                     gemm(As, Bs, acc, {.trans_b = nt});
                   });

@@ -42,6 +42,10 @@ std::vector<Slice> read_slices(const Problem& p, const std::vector<DeviceTensor>
   return out;
 }
 
+/// The fp32 GPU reference GEMM of each slice into f32 C at `c32`.
+void reference_slices(const Problem& p, const std::vector<DeviceTensor>& a, CUdeviceptr c32,
+                      const std::vector<Slice>& slices, CUstream s);
+
 /// Bytes to the start of row `row` of an expert's operand.
 CUdeviceptr at(const DeviceTensor& t, int64_t elements) {
   return t.ptr + static_cast<uint64_t>(elements * dtype_bytes(t.dtype));
@@ -75,10 +79,9 @@ public:
   std::string note() const override { return "fallback: cuBLASLt cannot run here (" + why_ + ")"; }
   void run(const std::vector<DeviceTensor>& a, Stream stream) override {
     CUstream s = reinterpret_cast<CUstream>(stream);
-    DeviceTensor c32(c32_.ptr(), DType::f32, a.at(3).shape);
-    gpu_reference(p_, a, c32, stream);
-    // Rows [0, offs[E - 1]) are the experts'; those past it stay unwritten, as in the kernel.
     const std::vector<Slice> x = read_slices(p_, a, s);
+    reference_slices(p_, a, c32_.ptr(), x, s);
+    // Rows [0, offs[E - 1]) are the experts'; those past it stay unwritten, as in the kernel.
     if (x.empty()) return;
     const int64_t rows = x.back().row0 + x.back().rows, N = p_.at("N");
     rt::convert_f32(c32_.ptr(), a[3].ptr, rows * N, p_.dtype, s);
@@ -92,13 +95,22 @@ private:
 
 } // namespace
 
+namespace {
+
+void reference_slices(const Problem& p, const std::vector<DeviceTensor>& a, CUdeviceptr c32,
+                      const std::vector<Slice>& slices, CUstream s) {
+  const int64_t N = p.at("N"), K = p.at("K");
+  for (const Slice& x : slices)
+    gpu_reference_gemm(p.dtype, p.options.at("layout"), x.rows, N, K, at(a[0], x.row0 * K),
+                       at(a[1], x.expert * N * K), c32 + uint64_t(x.row0 * N) * sizeof(float), s);
+}
+
+} // namespace
+
 void gpu_reference(const Problem& p, const std::vector<DeviceTensor>& a,
                    const DeviceTensor& out_f32, Stream stream) {
   CUstream s = reinterpret_cast<CUstream>(stream);
-  const int64_t N = p.at("N"), K = p.at("K");
-  for (const Slice& x : read_slices(p, a, s))
-    gpu_reference_gemm(p.dtype, p.options.at("layout"), x.rows, N, K, at(a[0], x.row0 * K),
-                       at(a[1], x.expert * N * K), at(out_f32, x.row0 * N), s);
+  reference_slices(p, a, out_f32.ptr, read_slices(p, a, s), s);
 }
 
 std::unique_ptr<Framework> make_framework(const Problem& p, const FrameworkOptions& o) {
