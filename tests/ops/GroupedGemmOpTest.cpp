@@ -304,10 +304,10 @@ TEST(GroupedGemm, BadOffsetsAndConfigsAreUserErrors) {
   expect_user_error([&] { op().run_host_framework(p, a); }, "R=20");
   Config c = op().default_config(p, "cpu");
   c["bm"] = 40;
-  expect_user_error([&] { op().build(p, c); }, "multiples of 16");
+  expect_user_error([&] { check_config(op(), p, c, "cpu"); }, "bm takes a multiple of 16");
   c = op().default_config(p, "cpu");
   c.erase("bk");
-  expect_user_error([&] { op().build(p, c); }, "bk");
+  expect_user_error([&] { check_config(op(), p, c, "cpu"); }, "is missing bk");
 }
 
 } // namespace

@@ -215,14 +215,14 @@ TEST(W4a16Gemm, BadInputIsRejectedWithItsName) {
   const Operator& op = find_operator("w4a16_gemm");
   Problem p = problem(3, 77, 256, 32);
   Config c = {{"bm", 16}, {"bn", 32}, {"bk", 48}, {"stages", 2}, {"threads", 128}};
-  expect_error([&] { op.validate(p, c); }, "bk=48 and group=32 do not nest");
+  expect_error([&] { check_config(op, p, c, "cpu"); }, "bk=48 and group=32 do not nest");
   c["bk"] = 32;
   c["bm"] = 24;
-  expect_error([&] { op.validate(p, c); }, "bm, bn, bk must be positive multiples of 16");
+  expect_error([&] { check_config(op, p, c, "cpu"); }, "bm takes a multiple of 16 in [16, 256]");
   c["bm"] = 512;
-  expect_error([&] { op.validate(p, c); }, "config bm=512 is out of range");
+  expect_error([&] { check_config(op, p, c, "cpu"); }, "config bm=512 is out of range");
   c.erase("bm");
-  expect_error([&] { op.validate(p, c); }, "config is missing bm");
+  expect_error([&] { check_config(op, p, c, "cpu"); }, "is missing bm");
   // Tensors: W must be i32 [K/8, N], scales [K/group, N] in A's dtype.
   using S = std::vector<std::vector<int64_t>>;
   const std::vector<DType> dts = {DType::bf16, DType::i32, DType::bf16, DType::bf16};

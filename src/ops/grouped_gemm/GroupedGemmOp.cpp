@@ -105,12 +105,12 @@ std::string GroupedGemmOp::variant_label(const Problem& p) const {
 
 std::vector<Knob> GroupedGemmOp::knobs(const std::string& arch) const {
   const bool hopper = arch == "sm_90a";
-  return {{"bm", {64, 128}, "rows of one expert per block (a multiple of 16)", 16, 256},
-          {"bn", {64, 128, 256}, "columns per block (a multiple of 16)", 16, 256},
+  return {{"bm", {64, 128}, "rows of one expert per block (a multiple of 16)", 16, 256, 0, 16},
+          {"bn", {64, 128, 256}, "columns per block (a multiple of 16)", 16, 256, 0, 16},
           {"bk", hopper ? std::vector<int64_t>{64} : std::vector<int64_t>{32, 64},
-           "reduction step (a multiple of 16)", 16, 128},
+           "reduction step (a multiple of 16)", 16, 128, 0, 16},
           {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
-          {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
+          {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config GroupedGemmOp::default_config(const Problem& p, const std::string& arch) const {
@@ -118,7 +118,6 @@ Config GroupedGemmOp::default_config(const Problem& p, const std::string& arch) 
 }
 
 void GroupedGemmOp::validate(const Problem& p, const Config& c) const {
-  validate_knobs(*this, c, "cpu");
   gg::validate(p, c);
 }
 

@@ -89,22 +89,24 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
              {64, 128},
              "block tile rows (a multiple of 16; wgmma takes 64 per warpgroup)",
              16,
-             256},
-            {"bn", {32, 64, 128, 256}, "block tile columns (a multiple of 16)", 16, 256},
-            {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256},
+             256,
+             0,
+             16},
+            {"bn", {32, 64, 128, 256}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
+            {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
             {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
-            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
+            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
   if (arch == "sm_80")
-    return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256},
-            {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256},
-            {"bk", {32, 64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256},
+    return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
+            {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
+            {"bk", {32, 64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
             {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
-            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024}};
-  return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256},
-          {"bn", {32, 64}, "block tile columns (a multiple of 16)", 16, 256},
-          {"bk", {32, 64}, "reduction step (a multiple of 16 nesting with group)", 16, 256},
+            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+  return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
+          {"bn", {32, 64}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
+          {"bk", {32, 64}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
           {"stages", {2}, "pipeline depth", 1, 8},
-          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024}};
+          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) const {
@@ -112,7 +114,6 @@ Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) co
 }
 
 void W4a16GemmOp::validate(const Problem& p, const Config& c) const {
-  validate_knobs(*this, c, "cpu");
   w4a16::validate(p, c);
 }
 
@@ -131,13 +132,6 @@ std::vector<ArgSpec> W4a16GemmOp::arg_specs(const Problem& p) const {
 
 std::vector<HostTensor> W4a16GemmOp::make_args(const Problem& p, uint64_t seed) const {
   return w4a16::make_args(p, seed);
-}
-
-std::vector<Box> W4a16GemmOp::block_outputs(const Problem& p, const Config& c,
-                                            const std::array<int64_t, 3>& b) const {
-  const int64_t bm = c.at("bm"), bn = c.at("bn");
-  const int64_t r0 = b[1] * bm, c0 = b[0] * bn;
-  return {Box{3, {r0, c0}, {std::min(bm, p.at("M") - r0), std::min(bn, p.at("N") - c0)}}};
 }
 
 double W4a16GemmOp::flops(const Problem& p) const {

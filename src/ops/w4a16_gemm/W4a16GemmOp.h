@@ -29,8 +29,6 @@ public:
   std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem&) const override { return {3}; }
-  std::vector<Box> block_outputs(const Problem& p, const Config& c,
-                                 const std::array<int64_t, 3>& block) const override;
   double flops(const Problem& p) const override;
   double min_bytes(const Problem& p) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& args,
