@@ -233,10 +233,18 @@ TEST(ClusterGemm, OnlyOneOrTwo) {
   ops::Problem p = op.parse(ops::parse_kv("M=256,N=256,K=256", "shape"), DType::bf16);
   ops::Config c = ops::parse_config("bm=128,bn=128,bk=64,stages=4,threads=256,cluster=4");
   try {
-    op.build(p, c);
+    ops::check_config(op, p, c, "sm_90a");
     FAIL() << "cluster=4 was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cluster takes [1, 2]"), std::string::npos) << e.what();
+  }
+  // A build that skips the check still meets the kernel's typed annotation.
+  try {
+    op.build(p, c);
+    FAIL() << "cluster=4 was built";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster=4 is not an integer in [1, 2]"), std::string::npos)
+        << e.what();
   }
 }
 
