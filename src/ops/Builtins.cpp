@@ -13,10 +13,10 @@
 namespace tp::ops {
 
 std::vector<std::shared_ptr<const Operator>> builtin_operators() {
-  return {std::make_shared<GemmOp>(),        std::make_shared<AttentionOp>(),
-          std::make_shared<RmsNormOp>(),     std::make_shared<SwiGluOp>(),
-          std::make_shared<RopeOp>(),        std::make_shared<DecodeAttentionOp>(),
-          std::make_shared<W4a16GemmOp>(),   std::make_shared<GroupedGemmOp>()};
+  return {std::make_shared<GemmOp>(),      std::make_shared<AttentionOp>(),
+          std::make_shared<RmsNormOp>(),   std::make_shared<SwiGluOp>(),
+          std::make_shared<RopeOp>(),      std::make_shared<DecodeAttentionOp>(),
+          std::make_shared<W4a16GemmOp>(), std::make_shared<GroupedGemmOp>()};
 }
 
 } // namespace tp::ops

@@ -152,8 +152,8 @@ std::vector<Box> Operator::block_outputs(const Problem& p, const Config& c,
   // Check asks for a handful of blocks of one kernel in a row: keep the last one built.
   thread_local std::string last_key;
   thread_local Kernel last;
-  const std::string key = name() + "|" + p.shape_str() + "|" + dtype_name(p.dtype) + "|" +
-                          config_str(c);
+  const std::string key =
+      name() + "|" + p.shape_str() + "|" + dtype_name(p.dtype) + "|" + config_str(c);
   if (key != last_key || !last.defined()) {
     last = build(p, c);
     last_key = key;

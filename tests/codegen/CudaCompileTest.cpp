@@ -243,7 +243,8 @@ TEST(ClusterGemm, OnlyOneOrTwo) {
     op.build(p, c);
     FAIL() << "cluster=4 was built";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cluster=4 is not an integer in [1, 2]"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("cluster=4 is not an integer in [1, 2]"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -53,7 +53,8 @@ TEST(OutputBoxes, OfEveryOperatorCoverEachOutputElementOnce) {
       {"rope", {{"T", "3"}, {"H", "4"}, {"Hkv", "2"}, {"D", "64"}}},
       {"decode_attention", {{"B", "2"}, {"H", "8"}, {"Hkv", "2"}, {"D", "64"}, {"L", "100"}}},
       {"w4a16_gemm", {{"M", "3"}, {"N", "77"}, {"K", "256"}}},
-      {"grouped_gemm", {{"E", "4"}, {"R", "106"}, {"N", "45"}, {"K", "32"}, {"counts", "37:0:64:5"}}},
+      {"grouped_gemm",
+       {{"E", "4"}, {"R", "106"}, {"N", "45"}, {"K", "32"}, {"counts", "37:0:64:5"}}},
   };
   for (const auto& [name, shape] : cases) {
     const Operator& op = find_operator(name);

@@ -192,8 +192,11 @@ TEST(Rope, BadInputIsRejectedWithItsName) {
   expect_error([&] { rope::parse(ok, DType::f32); }, "dtype f32 is not supported");
   Problem p = problem({{"T", "4"}, {"H", "32"}, {"Hkv", "8"}, {"D", "128"}});
   const Operator& op = find_operator("rope");
-  expect_error([&] { check_config(op, p, {{"threads", 128}}, "cpu"); },
-               "is missing tokens (tokens per block)");
+  expect_error(
+      [&] {
+        check_config(op, p, {{"threads", 128}}, "cpu");
+      },
+      "is missing tokens (tokens per block)");
   expect_error(
       [&] {
         check_config(op, p, {{"tokens", 1}, {"threads", 48}}, "sm_90a");

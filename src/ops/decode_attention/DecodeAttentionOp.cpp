@@ -135,11 +135,17 @@ std::string DecodeAttentionOp::variant_label(const Problem& p) const {
 std::vector<Knob> DecodeAttentionOp::knobs(const std::string& arch) const {
   // One wgmma M is 64 rows; the interpreter also takes 16-row tiles.
   std::vector<int64_t> bm = arch == "cpu" ? std::vector<int64_t>{16, 64} : std::vector<int64_t>{64};
-  return {
-      {"bm", bm, "query rows (grouped heads x query tokens) per block, a multiple of 16", 16, 256, 0, 16},
-      {"bn", {32, 64, 128}, "keys per step, a multiple of 16 (paged: the page size)", 16, 256, 0, 16},
-      {"stages", {2, 3}, "pipeline depth of the K/V loads", 1, 4},
-      {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+  return {{"bm", bm, "query rows (grouped heads x query tokens) per block, a multiple of 16", 16,
+           256, 0, 16},
+          {"bn",
+           {32, 64, 128},
+           "keys per step, a multiple of 16 (paged: the page size)",
+           16,
+           256,
+           0,
+           16},
+          {"stages", {2, 3}, "pipeline depth of the K/V loads", 1, 4},
+          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config DecodeAttentionOp::default_config(const Problem& p, const std::string& arch) const {

@@ -87,8 +87,9 @@ std::vector<Knob> RmsNormOp::knobs(const std::string& arch) const {
   if (arch == "cpu")
     return {{"rows", {1}, "rows per block", 1, 16},
             {"threads", {256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
-  return {{"rows", {1, 2, 4}, "rows per block", 1, 16},
-          {"threads", {128, 256, 512, 1024}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+  return {
+      {"rows", {1, 2, 4}, "rows per block", 1, 16},
+      {"threads", {128, 256, 512, 1024}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config RmsNormOp::default_config(const Problem& p, const std::string& arch) const {

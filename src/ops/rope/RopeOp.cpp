@@ -81,8 +81,9 @@ std::vector<Knob> RopeOp::knobs(const std::string& arch) const {
   if (arch == "cpu")
     return {{"tokens", {1}, "tokens per block", 1, 16},
             {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
-  return {{"tokens", {1, 2, 4}, "tokens per block", 1, 16},
-          {"threads", {64, 128, 256, 512}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+  return {
+      {"tokens", {1, 2, 4}, "tokens per block", 1, 16},
+      {"threads", {64, 128, 256, 512}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
 }
 
 Config RopeOp::default_config(const Problem& p, const std::string& arch) const {

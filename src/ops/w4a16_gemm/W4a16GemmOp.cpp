@@ -85,21 +85,28 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
   // `values` is what the tuner searches on `arch`; min..max what a config may set. Decode
   // wants narrow column tiles (many blocks over N), prefill the large tensor-core tiles.
   if (arch == "sm_90a")
-    return {{"bm",
-             {64, 128},
-             "block tile rows (a multiple of 16; wgmma takes 64 per warpgroup)",
+    return {
+        {"bm",
+         {64, 128},
+         "block tile rows (a multiple of 16; wgmma takes 64 per warpgroup)",
+         16,
+         256,
+         0,
+         16},
+        {"bn", {32, 64, 128, 256}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
+        {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
+        {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
+        {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+  if (arch == "sm_80")
+    return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
+            {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
+            {"bk",
+             {32, 64, 128},
+             "reduction step (a multiple of 16 nesting with group)",
              16,
              256,
              0,
              16},
-            {"bn", {32, 64, 128, 256}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
-            {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
-            {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
-            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
-  if (arch == "sm_80")
-    return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
-            {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
-            {"bk", {32, 64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
             {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
             {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
   return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
