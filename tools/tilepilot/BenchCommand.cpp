@@ -46,8 +46,14 @@ void run_bench(const Args& a, int* rc) {
   if (a.vs != "reference")
     user_error() << "bench: --vs '" << a.vs
                  << "' is unknown; ours is compared with the framework reference (--vs reference)";
-  if (a.runs < 1) user_error() << "bench: --runs " << a.runs << " must be at least 1";
-  if (a.warmup < 0) user_error() << "bench: --warmup " << a.warmup << " must not be negative";
+  // An upper bound too: each side's runs are stored and timed one by one, so a mistyped count
+  // (--runs 1000000000) would look like a hang rather than an error.
+  constexpr int kMaxRuns = 100000;
+  if (a.runs < 1 || a.runs > kMaxRuns)
+    user_error() << "bench: --runs " << a.runs << " must be in [1, " << kMaxRuns
+                 << "]; 50 (the default) gives a stable median";
+  if (a.warmup < 0 || a.warmup > kMaxRuns)
+    user_error() << "bench: --warmup " << a.warmup << " must be in [0, " << kMaxRuns << "]";
   // The policy is checked here too, and a pinned table loaded: a bad one is wrong everywhere.
   std::optional<autotune::Policy> policy;
   if (!a.policy.empty()) {
