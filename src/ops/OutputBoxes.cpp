@@ -22,8 +22,9 @@ struct NotDerivable {};
 
 class Walker {
 public:
-  Walker(const ir::KernelNode& k, ir::Binding env, const std::vector<int>& outputs)
-      : env_(std::move(env)) {
+  Walker(const ir::KernelNode& k, ir::Binding env, const std::vector<ArgSpec>& specs,
+         const std::vector<int>& outputs)
+      : env_(std::move(env)), specs_(specs) {
     for (int i : outputs)
       out_index_[k.params.at(i)->uid] = i;
   }
@@ -55,11 +56,11 @@ public:
     }
   }
 
-  std::vector<Box> boxes(const std::vector<ArgSpec>& specs) const {
+  std::vector<Box> boxes() const {
     std::vector<Box> out = boxes_;
     for (const auto& [index, pts] : points_) {
       // Element stores must fill their bounding box exactly: a box claims every element in it.
-      const size_t rank = specs.at(index).shape.size();
+      const size_t rank = specs_.at(index).shape.size();
       Box b{index, std::vector<int64_t>(rank, INT64_MAX), std::vector<int64_t>(rank, 0)};
       std::vector<int64_t> hi(rank, INT64_MIN);
       for (const std::vector<int64_t>& x : pts)
@@ -99,8 +100,6 @@ public:
     }
     return out;
   }
-
-  std::map<int, std::vector<int64_t>> shapes; // output index -> shape (set by the caller)
 
 private:
   // b starts where a ends along one dimension and matches it along the others.
@@ -158,7 +157,7 @@ private:
   void region(const ir::Region& r) {
     if (!is_output(r.buffer)) return;
     const int index = out_index_.at(r.buffer->uid);
-    const std::vector<int64_t>& shape = shapes.at(index);
+    const std::vector<int64_t>& shape = specs_.at(index).shape;
     Box b{index, {}, {}};
     for (size_t d = 0; d < r.min.size(); ++d) {
       const int64_t lo = std::max<int64_t>(eval(r.min[d]), 0);
@@ -261,6 +260,7 @@ private:
   static bool is_int(DType t) { return t == DType::i32 || t == DType::boolean; }
 
   ir::Binding env_;
+  const std::vector<ArgSpec>& specs_;
   std::map<uint64_t, int> out_index_;
   std::map<const ir::StmtNode*, bool> writes_;
   std::vector<Box> boxes_;
@@ -280,12 +280,10 @@ std::optional<std::vector<Box>> output_boxes(const Kernel& k, const std::vector<
   ir::Binding env = ir::bind_args(node, descs);
   for (size_t i = 0; i < node.block_vars.size() && i < 3; ++i)
     env[as<ir::Variable>(node.block_vars[i])->uid] = block[i];
-  Walker w(node, env, outputs);
-  for (int i : outputs)
-    w.shapes[i] = specs.at(i).shape;
+  Walker w(node, env, specs, outputs);
   try {
     w.walk(node.body);
-    return w.boxes(specs);
+    return w.boxes();
   } catch (const NotDerivable&) {
     return std::nullopt;
   }
