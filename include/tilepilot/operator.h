@@ -55,13 +55,13 @@ struct Box {
 /// A config's cost before compiling, for pruning a tuning space. Zero means "not modelled":
 /// the compiler's report after compiling is the ground truth either way.
 struct Estimate {
-  int64_t smem_bytes = 0;     // dynamic shared memory
-  int64_t acc_regs = 0;       // fp32 registers per thread held by accumulators
-  int64_t reg_budget = 0;     // the most acc_regs may be before the kernel spills
-  int64_t live_regs = 0;      // registers that are surely live at once (checked against the
-                              // block's share of the register file)
-  int64_t block_threads = 0;  // threads per block, any producer warps included
-  std::string divisibility;   // why the tile does not divide over the arch's MMA units
+  int64_t smem_bytes = 0;    // dynamic shared memory
+  int64_t acc_regs = 0;      // fp32 registers per thread held by accumulators
+  int64_t reg_budget = 0;    // the most acc_regs may be before the kernel spills
+  int64_t live_regs = 0;     // registers that are surely live at once (checked against the
+                             // block's share of the register file)
+  int64_t block_threads = 0; // threads per block, any producer warps included
+  std::string divisibility;  // why the tile does not divide over the arch's MMA units
 };
 
 /// The framework operator - what a user of the framework runs today - on device tensors. It is

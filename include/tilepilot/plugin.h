@@ -43,16 +43,16 @@ std::vector<std::string> loaded_plugins();
 
 } // namespace tp::ops
 
-#define TILEPILOT_PLUGIN(registry)                                                              \
-  extern "C" __attribute__((visibility("default"))) int tilepilot_plugin_abi() {                \
-    return TILEPILOT_PLUGIN_ABI;                                                                \
-  }                                                                                             \
-  extern "C" __attribute__((visibility("default"))) const char* tilepilot_plugin_version() {    \
-    return TILEPILOT_VERSION;                                                                   \
-  }                                                                                             \
-  static void tilepilot_plugin_body(::tp::ops::PluginRegistry& registry);                       \
-  extern "C" __attribute__((visibility("default"))) void tilepilot_plugin_register(             \
-      ::tp::ops::PluginRegistry& r) {                                                           \
-    tilepilot_plugin_body(r);                                                                   \
-  }                                                                                             \
+#define TILEPILOT_PLUGIN(registry)                                                                 \
+  extern "C" __attribute__((visibility("default"))) int tilepilot_plugin_abi() {                   \
+    return TILEPILOT_PLUGIN_ABI;                                                                   \
+  }                                                                                                \
+  extern "C" __attribute__((visibility("default"))) const char* tilepilot_plugin_version() {       \
+    return TILEPILOT_VERSION;                                                                      \
+  }                                                                                                \
+  static void tilepilot_plugin_body(::tp::ops::PluginRegistry& registry);                          \
+  extern "C" __attribute__((visibility("default"))) void tilepilot_plugin_register(                \
+      ::tp::ops::PluginRegistry& r) {                                                              \
+    tilepilot_plugin_body(r);                                                                      \
+  }                                                                                                \
   static void tilepilot_plugin_body(::tp::ops::PluginRegistry& registry)

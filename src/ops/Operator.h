@@ -12,7 +12,8 @@ namespace tp::ops {
 std::map<std::string, std::string> parse_kv(const std::string& text, const char* what);
 /// One knob value as text (a flag, a `|` list of the tuner's space): a non-negative integer;
 /// user error naming `where` and the knob otherwise. Names and ranges are check_config's.
-int64_t parse_knob_value(const std::string& knob, const std::string& text, const std::string& where);
+int64_t parse_knob_value(const std::string& knob, const std::string& text,
+                         const std::string& where);
 /// Integer knobs from "bm=128,stages=3"; user error on malformed text.
 Config parse_config(const std::string& text);
 

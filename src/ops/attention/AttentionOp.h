@@ -58,8 +58,7 @@ public:
   std::string framework_name() const override {
     return "cuDNN fused attention (else the unfused reference)";
   }
-  std::unique_ptr<Framework> framework(const Problem& p,
-                                       const FrameworkOptions& o) const override;
+  std::unique_ptr<Framework> framework(const Problem& p, const FrameworkOptions& o) const override;
 
   std::set<std::string> exact_keys() const override { return {"D", "causal", "lse", "group"}; }
   Problem tuning_problem(const Problem& p) const override;

@@ -42,8 +42,7 @@ public:
                      const std::vector<DeviceTensor>& out_f32, Stream s) const override;
 
   std::string framework_name() const override { return "cuBLASLt"; }
-  std::unique_ptr<Framework> framework(const Problem& p,
-                                       const FrameworkOptions& o) const override;
+  std::unique_ptr<Framework> framework(const Problem& p, const FrameworkOptions& o) const override;
   void run_host_framework(const Problem& p, std::vector<HostTensor>& args) const override;
 
   Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const override;
