@@ -272,7 +272,7 @@ TP_DEVICE U4 pack_a(half x0, half x1, half x2, half x3, half x4, half x5, half x
 }
 
 /// Two 16-bit fragment elements as one A-operand register (low half first), and four such
-/// registers as one k16 step's A operand: the deferred P.V packs P where it is cast.
+/// registers as one k16 step's A operand: a deferred second gemm packs its A where it is cast.
 TP_DEVICE int pack_bits(bf16 lo, bf16 hi) {
   return static_cast<int>(pack(lo, hi).bits);
 }

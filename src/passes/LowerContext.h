@@ -44,7 +44,7 @@ struct LowerContext {
   ir::Stmt after_commit;
   /// A-operand fragment uid -> its registers packed in pairs (one 32-bit word per two 16-bit
   /// elements, word j = elements 2j and 2j+1 of the fragment's register order). Set for the
-  /// deferred P.V (LowerWarpSpecialized.cpp): P is packed where it is cast, so the next
+  /// deferred second gemm (LowerWarpSpecialized.cpp): its A is packed where it is cast, so the next
   /// iteration's wgmma reads ready registers and ptxas issues its k16 steps as one group.
   std::map<uint64_t, ir::Buffer> packed_a;
 

@@ -117,10 +117,11 @@ bool consumers_write_shared(const LowerContext& cx) {
   return false;
 }
 
-/// Deferred P.V with P from registers: P packed in pairs where it is cast (end of iteration
-/// k-1), not where iteration k's wgmma reads it. Packed there, the loop carries 16-bit halves and
-/// repacks them at the wgmma; ptxas then fences each k16 step separately, and waiting for Q.K^T
-/// becomes waiting for all of P.V but its last step (0.55x cuDNN instead of 0.78x, run s6).
+/// The deferred second gemm with its A operand from registers: A packed in pairs where it is cast
+/// (end of iteration k-1), not where iteration k's wgmma reads it. Packed there, the loop carries
+/// 16-bit halves and repacks them at the wgmma; ptxas then fences each k16 step separately, and
+/// waiting for the first gemm becomes waiting for all of the second but its last step (a
+/// two-gemm loop ran at 0.55x its vendor baseline instead of 0.78x, run s6).
 /// Returns the packed buffer (null when P is not in registers) and appends its stores to `pack`
 /// and a fence on it to `fences`; registers it with cx.packed_a for the wgmma lowering.
 ir::Buffer pack_register_operand(LowerContext& cx, const ir::Gemm* g2, std::vector<ir::Stmt>& pack,
@@ -165,13 +166,15 @@ std::vector<ir::Stmt> fence_fragments(const LowerContext& cx, const std::vector<
 }
 
 /// The pipelined loop with its second gemm deferred by one iteration (the "overlap" option):
-/// iteration k issues Q.K^T of block k and waits for it, applies the leading masks, issues P.V
-/// of block k-1 (V still in stage k-1), runs the softmax while P.V runs, then waits for P.V,
-/// frees stage k-1 and runs the rest (rescaling O, casting and packing P for the next P.V). The
-/// first iteration is peeled (it has no P.V) and the last P.V follows the loop. No branch may
-/// sit between the P.V's issue and its wait: at any control-flow join ptxas waits for every
-/// wgmma in flight (seen in the SASS of the first version, run s6), so the masks, which branch,
-/// run before the issue and the k > 0 test is the loop's start rather than an `if`.
+/// iteration k issues the first gemm (work[0]) on block k and waits for it, runs the leading
+/// `if` statements, issues the second gemm (work.back()) on block k-1 (its B still in stage
+/// k-1), runs the element-wise window while it runs, then waits for it, frees stage k-1 and runs
+/// the rest (the statements that touch the second gemm's A or C: rescaling C, casting and packing
+/// A for the next issue). The first iteration is peeled (no second gemm yet) and the last second
+/// gemm follows the loop. No branch may sit between the second gemm's issue and its wait: at any
+/// control-flow join ptxas waits for every wgmma in flight (seen in the SASS of the first
+/// version, run s6), so the leading `if`s run before the issue and the k > 0 test is the loop's
+/// start rather than an `if`.
 void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, const Expr& n,
                          const Expr& g, const Var& k, const Var& stage, const Var& phase,
                          const std::string& release, std::vector<ir::Stmt>& out) {
@@ -194,36 +197,36 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   for (int p = 0; p < cx.layouts.fragment(g2->c.buffer).slabs; ++p)
     fence_acc.push_back(call("tp::warpgroup::fence_operand",
                              {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
-  std::vector<ir::Stmt> pack_p;
-  ir::Buffer packed = pack_register_operand(cx, g2, pack_p, fence_acc);
-  // The masks: the `if` statements that open the work after Q.K^T.
-  size_t masks = 1;
-  while (masks < split && ir::as<ir::IfThenElse>(work[masks]))
-    ++masks;
-  const std::vector<ir::Stmt> fence_window = fence_fragments(cx, work, masks, split);
-  // One iteration; `pv` is false for the peeled first one.
-  auto iteration = [&](bool pv) {
+  std::vector<ir::Stmt> pack_a;
+  ir::Buffer packed = pack_register_operand(cx, g2, pack_a, fence_acc);
+  // The leading `if` statements that open the work after the first gemm.
+  size_t leading_ifs = 1;
+  while (leading_ifs < split && ir::as<ir::IfThenElse>(work[leading_ifs]))
+    ++leading_ifs;
+  const std::vector<ir::Stmt> fence_window = fence_fragments(cx, work, leading_ifs, split);
+  // One iteration; `second` is false for the peeled first one.
+  auto iteration = [&](bool second) {
     Expr prev = (g + (S - 1)) % S;
     std::vector<ir::Stmt> iter = {
         call("tp::sm90::mbarrier_wait_parity", {bar_addr(cx, stage), phase})};
-    // Q.K^T is waited for before P.V is issued: with both groups in flight, ptxas waits for
-    // all of them before the softmax's first exp (a wait<1> between does not help; seen in
-    // the SASS of small test kernels). With one group in flight it spreads P.V's k16 steps
-    // through the softmax and waits after it.
+    // The first gemm is waited for before the second is issued: with both groups in flight,
+    // ptxas waits for all of them before the window's first use of an accumulator (a wait<1>
+    // between does not help; seen in the SASS of small test kernels). With one group in flight
+    // it spreads the second gemm's k16 steps through the window and waits after it.
     cx.wgmma_in_flight = 0;
     iter.push_back(lower_stmt(cx, work[0]));
-    for (size_t i = 1; i < masks; ++i)
+    for (size_t i = 1; i < leading_ifs; ++i)
       iter.push_back(lower_stmt(cx, work[i]));
-    if (pv) {
+    if (second) {
       cx.wgmma_in_flight = 1;
       iter.push_back(with_stage(prev, work.back()));
       cx.wgmma_in_flight = 0;
     }
-    for (size_t i = masks; i < split; ++i)
+    for (size_t i = leading_ifs; i < split; ++i)
       iter.push_back(lower_stmt(cx, work[i]));
-    if (pv) {
-      // Pin the softmax before the wait: its results are used only after it, and without these
-      // fences the compiler sinks the whole softmax below the wait (seen in the SASS).
+    if (second) {
+      // Pin the window before the wait: its results are used only after it, and without these
+      // fences the compiler sinks the whole window below the wait (seen in the SASS).
       iter.insert(iter.end(), fence_window.begin(), fence_window.end());
       iter.push_back(call("tp::warpgroup::wait_group<0>"));
       iter.insert(iter.end(), fence_acc.begin(), fence_acc.end());
@@ -231,19 +234,40 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
     }
     for (size_t i = split; i + 1 < work.size(); ++i)
       iter.push_back(lower_stmt(cx, work[i]));
-    iter.insert(iter.end(), pack_p.begin(), pack_p.end());
+    iter.insert(iter.end(), pack_a.begin(), pack_a.end());
     return ir::Let::make(stage, g % S, ir::Let::make(phase, (g / S) % 2, seq(iter)));
   };
   const uint64_t kid = ir::as<ir::Variable>(k)->uid;
   if (packed) out.push_back(ir::Allocate::make(packed, {}));
   out.push_back(if_then(n > 0, substitute(iteration(false), {{kid, Expr(0)}})));
   out.push_back(serial_for(k, Expr(1), n - 1, iteration(true)));
-  // The last block's P.V, from the last stage, which is then freed.
+  // The last block's second gemm, from the last stage, which is then freed.
   Expr last = (g + n + (S - 1)) % S; // g = it + k with k = 0 here: it + n - 1
-  ir::Stmt pv_last = substitute(with_stage(last, work.back()), {{kid, Expr(0)}});
-  out.push_back(if_then(n > 0, seq({pv_last, substitute(call(release, {bar_addr(cx, last + S)}),
-                                                        {{kid, Expr(0)}})})));
+  ir::Stmt second_last = substitute(with_stage(last, work.back()), {{kid, Expr(0)}});
+  out.push_back(if_then(n > 0, seq({second_last, substitute(call(release, {bar_addr(cx, last + S)}),
+                                                            {{kid, Expr(0)}})})));
   if (packed) cx.packed_a.erase(g2->a.buffer->uid);
+}
+
+/// Per-thread register counts after `setmaxnreg`, for one block per SM of T consumer threads
+/// plus the 128-thread producer warpgroup.
+struct RegisterSplit {
+  int producer = 0, consumer = 0;
+};
+
+/// The rule: the SM's 65,536 registers are shared by the block's T + 128 threads. The producer
+/// only computes TMA coordinates, so it gives registers back; the consumers take what it frees.
+/// `setmaxnreg` counts are multiples of 8 in [24, 256], and consumers stop at 240, which leaves
+/// ptxas headroom below the 255 a thread can address. The producer keeps 40 (its coordinate
+/// arithmetic then never spills) when that still lets the consumers reach 240, else drops to
+/// the minimum 24. So T = 128 gets 40/240, T = 256 gets 24/240 and T = 384 gets 24/160.
+RegisterSplit split_registers(int T) {
+  constexpr int file = 65536, producer_threads = 128, cap = 240, floor_regs = 24, roomy = 40;
+  auto consumer_for = [&](int producer) {
+    return std::min(cap, (file - producer_threads * producer) / T / 8 * 8);
+  };
+  const int producer = consumer_for(roomy) >= cap ? roomy : floor_regs;
+  return {producer, consumer_for(producer)};
 }
 
 } // namespace
@@ -252,6 +276,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const PipelinePlan& plan = cx.plan;
   const auto* body = ir::as<ir::Seq>(cx.k.body);
   const int S = plan.stages, T = cx.consumer_threads();
+  const RegisterSplit regs = split_registers(T);
   const bool persistent = plan.persistent;
   std::map<const ir::Copy*, int> load_index;
   for (size_t i = 0; i < plan.loads.size(); ++i)
@@ -335,7 +360,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
                          call("tp::cg::sched_finish", {sched})});
   }
   ir::Stmt producer =
-      seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(T >= 256 ? 24 : 40) + ">"),
+      seq({call("tp::warpgroup::setmaxnreg_dec<" + std::to_string(regs.producer) + ">"),
            if_then(cx.tid == T, producer_work)});
 
   // Consumer: the kernel body without the producer's copies; the loop waits for full stages
@@ -361,7 +386,8 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   // up front made ptxas serialize all wgmma of the kernel (C7515, in its log for every GEMM).
   ir::Stmt folded = overlap ? foldable_clear(body, plan.loop, only_gemm->c.buffer) : ir::Stmt();
   // A persistent kernel's consumers release tile_empty after the last statement that reads a
-  // prologue tile (attention: after the loop, which reads Q), or at once when there is none.
+  // prologue tile (often the loop itself, which reads it every iteration), or at once when
+  // there is none.
   std::set<uint64_t> prologue_tiles;
   for (const TmaLoad& l : plan.loads)
     if (!l.in_loop) prologue_tiles.insert(l.copy->dst.buffer->uid);
@@ -445,7 +471,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     cx.stage.clear();
   }
   std::vector<ir::Stmt> consumer_all = {
-      call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(T >= 384 ? 160 : 240) + ">")};
+      call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(regs.consumer) + ">")};
   if (plan.pingpong) consumer_all.push_back(if_then(wg == W - 1, turn_pass));
   if (!persistent) {
     consumer_all.insert(consumer_all.end(), consumer.begin(), consumer.end());

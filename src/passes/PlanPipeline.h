@@ -1,7 +1,7 @@
 // Decides how a kernel's pipelined loop runs on sm_90a: warp-specialized, with a producer
 // warpgroup that issues TMA loads into `stages` shared-memory buffers guarded by full/empty
 // mbarriers, and the kernel's own threads as consumers. Copies from global to shared before the
-// loop that feed it (e.g. attention's Q tile) are issued by the producer too. When the kernel
+// loop that feed it (a tile every iteration reads) are issued by the producer too. When the kernel
 // does not fit (no TMA-able copies, several pipelined loops, the target has no TMA) the plan
 // says why and the loop runs with plain cooperative copies.
 #pragma once
@@ -53,14 +53,14 @@ struct PipelinePlan {
   std::string persistent_note; // why a requested persistent schedule was not used
   /// Ping-pong (the kernel's "pingpong" annotation): consumer warpgroups take turns at the
   /// tensor cores. Each runs its loop's second gemm and the next iteration's first as one turn,
-  /// so one warpgroup's element-wise work between the gemms (attention's softmax) overlaps
+  /// so one warpgroup's element-wise work between the gemms overlaps
   /// another's gemms. Needs a loop with exactly two gemms, no consumer barrier inside the loop,
   /// and at least two consumer warpgroups.
   bool pingpong = false;
   std::string pingpong_note; // why a requested ping-pong schedule was not used
   /// Overlap (the kernel's "overlap" annotation): the loop's second gemm is deferred by one
   /// iteration, so it runs on the tensor cores while the next iteration's element-wise work
-  /// (attention's softmax) runs. Needs exactly two gemms, the second last in the loop, at least
+  /// runs. Needs exactly two gemms, the second last in the loop, at least
   /// two stages, no consumer barrier in the loop, and no ping-pong.
   bool defer_second_gemm = false;
   std::string overlap_note; // why a requested overlap was not used

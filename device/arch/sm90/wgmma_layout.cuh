@@ -10,7 +10,7 @@
 //   A, element i in [0, 8) (register i/2, i%2 = half, lower half first), lane l:
 //                                       row = 16w + l/4 + 8 * ((i/2) % 2)
 //                                       col = 2 * (l%4) + (i%2) + 8 * (i/4)
-// Consequence used by attention (P = softmax(S) fed to the next wgmma as A): the A registers for
+// Consequence used when an accumulator, cast, feeds the next wgmma as A (registers to registers): the A registers for
 // k16 step kk of a 64xK operand are the f32 accumulators of columns [16kk, 16kk+16) of a 64xK
 // accumulator tile: a[q] = pack(d[8kk + 2q], d[8kk + 2q + 1]), q = 0..3 (wgmma_acc_index_for_a).
 // @post wgmma_acc maps (thread, r) one-to-one onto 64 x N; wgmma_a maps (thread, i) one-to-one

@@ -120,8 +120,9 @@ public:
     os_ << "const int " << tid_name() << " = threadIdx.x;\n";
     // Signed division and remainder of a value not known to be non-negative do not fold into
     // shifts and masks: without this the per-element row/column indices of a fragment become
-    // long expressions that the compiler hoists and keeps in ~56 registers (the persistent
-    // causal attention kernel: 236 registers instead of 180; with overlap=1 also a spill).
+    // long expressions that the compiler hoists and keeps in ~56 registers (a persistent
+    // two-gemm kernel with a masked loop: 236 registers instead of 180; with overlap=1 also a
+    // spill).
     indent();
     os_ << "__builtin_assume(" << tid_name() << " >= 0 && " << tid_name() << " < "
         << in_.block_threads << ");\n";
