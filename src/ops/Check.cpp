@@ -2,11 +2,14 @@
 #include "ops/Check.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "codegen/cpu/Interpreter.h"
 #include "ops/MemoryCheck.h"
@@ -46,6 +49,41 @@ std::string index_str(const std::vector<int64_t>& idx) {
   for (size_t i = 0; i < idx.size(); ++i)
     s += (i ? ", " : "") + std::to_string(idx[i]);
   return s + "]";
+}
+
+/// op.reference for each box, on up to hardware_concurrency threads; the first exception any
+/// of them throws is rethrown here once all have stopped.
+std::vector<std::vector<double>> references(const Operator& op, const Problem& p,
+                                            const std::vector<HostTensor>& args,
+                                            const std::vector<Box>& boxes) {
+  std::vector<std::vector<double>> refs(boxes.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex m;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < boxes.size();) {
+      try {
+        refs[i] = op.reference(p, args, boxes[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> l(m);
+        if (!error) error = std::current_exception();
+        next = boxes.size();
+      }
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(boxes.size(), std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t t = 0; t < threads; ++t)
+      pool.emplace_back(worker);
+    for (auto& t : pool)
+      t.join();
+  }
+  if (error) std::rethrow_exception(error);
+  return refs;
 }
 
 } // namespace
@@ -113,47 +151,54 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   r.blocks_run = static_cast<int64_t>(blocks.size());
   run(k, args, o.backend == "cpu" ? blocks : std::vector<std::array<int64_t, 3>>{});
 
+  // The fp64 reference of every sampled box, computed on all cores (an operator's reference
+  // reads its inputs only; docs/operators.md states that it must be safe to call concurrently),
+  // then compared in block order, so the first mismatch reported does not depend on timing.
+  std::vector<Box> boxes;
+  for (const auto& blk : blocks)
+    for (const Box& box : op.block_outputs(p, r.config, blk))
+      boxes.push_back(box);
+  const std::vector<std::vector<double>> refs = references(op, p, args, boxes);
   double err2 = 0, ref2 = 0;
-  for (const auto& blk : blocks) {
-    for (const Box& box : op.block_outputs(p, r.config, blk)) {
-      std::vector<double> ref = op.reference(p, args, box);
-      const HostTensor& out = args[box.tensor];
-      std::vector<int64_t> e(box.extent.size(), 0);
-      for (size_t n = 0; n < ref.size(); ++n) {
-        int64_t flat = 0;
-        std::vector<int64_t> idx(e.size());
-        for (size_t d = 0; d < e.size(); ++d) {
-          idx[d] = box.min[d] + e[d];
-          flat = flat * out.shape()[d] + idx[d];
+  for (size_t b = 0; b < boxes.size(); ++b) {
+    const Box& box = boxes[b];
+    const std::vector<double>& ref = refs[b];
+    const HostTensor& out = args[box.tensor];
+    std::vector<int64_t> e(box.extent.size(), 0);
+    for (size_t n = 0; n < ref.size(); ++n) {
+      int64_t flat = 0;
+      std::vector<int64_t> idx(e.size());
+      for (size_t d = 0; d < e.size(); ++d) {
+        idx[d] = box.min[d] + e[d];
+        flat = flat * out.shape()[d] + idx[d];
+      }
+      double got = out.get(flat), want = ref[n];
+      ++r.checked;
+      bool ok;
+      if (std::isinf(want)) {
+        ok = got == want; // e.g. the log-sum-exp of a row with no visible key
+      } else if (!std::isfinite(got)) {
+        ok = false;
+        ++r.nonfinite;
+      } else {
+        double diff = std::fabs(got - want);
+        r.max_abs_err = std::max(r.max_abs_err, diff);
+        err2 += diff * diff;
+        ref2 += want * want;
+        ok = diff <= r.atol + r.rtol * std::fabs(want);
+      }
+      if (!ok) {
+        if (r.bad == 0) {
+          std::ostringstream os;
+          os << "output " << box.tensor << " at " << index_str(idx) << ": got " << got
+             << ", expected " << want;
+          r.first_bad = os.str();
         }
-        double got = out.get(flat), want = ref[n];
-        ++r.checked;
-        bool ok;
-        if (std::isinf(want)) {
-          ok = got == want; // e.g. the log-sum-exp of a row with no visible key
-        } else if (!std::isfinite(got)) {
-          ok = false;
-          ++r.nonfinite;
-        } else {
-          double diff = std::fabs(got - want);
-          r.max_abs_err = std::max(r.max_abs_err, diff);
-          err2 += diff * diff;
-          ref2 += want * want;
-          ok = diff <= r.atol + r.rtol * std::fabs(want);
-        }
-        if (!ok) {
-          if (r.bad == 0) {
-            std::ostringstream os;
-            os << "output " << box.tensor << " at " << index_str(idx) << ": got " << got
-               << ", expected " << want;
-            r.first_bad = os.str();
-          }
-          ++r.bad;
-        }
-        for (int d = static_cast<int>(e.size()) - 1; d >= 0; --d) {
-          if (++e[d] < box.extent[d]) break;
-          e[d] = 0;
-        }
+        ++r.bad;
+      }
+      for (int d = static_cast<int>(e.size()) - 1; d >= 0; --d) {
+        if (++e[d] < box.extent[d]) break;
+        e[d] = 0;
       }
     }
   }

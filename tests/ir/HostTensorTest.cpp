@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <set>
 
 #include "tilepilot/error.h"
@@ -95,4 +97,32 @@ TEST(HostTensor, PoisonMarksEveryDtype) {
     h.poison();
     EXPECT_EQ(h.get(2), v) << dtype_name(t);
   }
+}
+
+// fill_random fills 2^20-element chunks from independent streams on several threads. The values
+// must depend only on the seed: a tensor within one chunk is exactly the mt19937_64 stream of
+// the seed, a larger one starts with that same stream and continues with other values, and two
+// fills agree element for element.
+TEST(HostTensor, FillRandomOfALargeTensorIsDeterministicAndStartsWithTheSeedsStream) {
+  const int64_t chunk = int64_t(1) << 20, n = 3 * chunk + 12345;
+  HostTensor a(DType::f32, {n}), b(DType::f32, {n});
+  a.fill_random(7);
+  b.fill_random(7);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  for (int64_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(a.get(i), static_cast<float>(d(rng))) << i;
+  // The chunks are not copies of each other, and the last partial one is filled too.
+  int64_t same = 0;
+  for (int64_t i = 0; i < 1000; ++i)
+    same += a.get(i) == a.get(chunk + i) || a.get(i) == a.get(2 * chunk + i);
+  EXPECT_LT(same, 5);
+  double tail = 0;
+  for (int64_t i = 3 * chunk; i < n; ++i)
+    tail += std::fabs(a.get(i));
+  EXPECT_GT(tail / 12345, 0.4); // uniform on [-1, 1): mean |x| = 0.5
+  HostTensor c(DType::f32, {n});
+  c.fill_random(8);
+  EXPECT_NE(std::memcmp(a.data(), c.data(), a.bytes()), 0);
 }
