@@ -4,7 +4,8 @@
 // into its own stage of the destination tile; LowerCpAsync.cpp emits the prologue, the waits and
 // the barrier. A copy can be issued ahead only when everything it reads is known for that later
 // iteration: its offsets may read the loop variable, values fixed before the loop, and lets of
-// the body that read nothing but those and global tensors the kernel never writes.
+// the body that read nothing but those, global tensors the kernel never writes and tiles the
+// loop never writes.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -120,18 +121,22 @@ std::string prefetch_blocker(const ir::For* loop, const std::vector<ir::Stmt>& b
     if (const auto* l = ir::as<ir::Let>(s)) inner.insert(ir::as<ir::Variable>(l->var)->uid);
     if (const auto* f = ir::as<ir::For>(s)) inner.insert(ir::as<ir::Variable>(f->var)->uid);
   });
+  // Tiles are fixed during the loop unless its body writes them (a value written before the
+  // loop is ordered before the prologue by the barrier InsertBarriers puts before the loop).
+  std::set<uint64_t> loop_writes = written_buffers(loop->body);
   std::vector<Expr> todo(c->src.min.begin(), c->src.min.end());
   std::set<uint64_t> seen;
   while (!todo.empty()) {
     Reads r;
     r.visit(todo.back());
     todo.pop_back();
-    for (const ir::Buffer& b : r.buffers)
-      if (b->scope != Scope::global || kernel_writes.count(b->uid))
+    for (const ir::Buffer& b : r.buffers) {
+      bool global = b->scope == Scope::global;
+      if (global ? kernel_writes.count(b->uid) : loop_writes.count(b->uid))
         return copy_name(c) + ": its offsets read " + ir::scope_name(b->scope) + " '" + b->name +
-               "' (" +
-               (b->scope == Scope::global ? "written by the kernel" : "computed in the loop") +
-               "), which is not known for a later iteration";
+               "', which the " + (global ? "kernel" : "loop") +
+               " writes, so its value for a later iteration is not known yet";
+    }
     for (uint64_t v : r.vars) {
       if (!inner.count(v) || !seen.insert(v).second) continue;
       auto it = body_lets.find(v);
