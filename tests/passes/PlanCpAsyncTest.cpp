@@ -57,7 +57,7 @@ Kernel gemv(int stages) {
 }
 
 /// A gemm whose A row comes from an index tile the loop itself fills (idx_in_loop), or from a
-/// let of the loop's body that reads a global table.
+/// let of the loop's body (the column, from the loop variable).
 Kernel indexed(bool idx_in_loop) {
   Dim M("M"), N("N"), K("K"), G("G");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32), Off("Off", {G}, i32);
@@ -68,14 +68,15 @@ Kernel indexed(bool idx_in_loop) {
                   Tile acc = alloc_fragment({64, 64}, f32);
                   clear(acc);
                   pipelined(ceildiv(K, 32), 3, [&](Var k) {
-                    Expr row;
+                    Expr row, col = k * 32;
                     if (idx_in_loop) {
                       idx(0) = Off(by);
                       row = Expr(idx(0)) * 64;
                     } else {
-                      row = let("row", Expr(Off(by)) * 64 + k * 0);
+                      row = Expr(Off(by)) * 64;
+                      col = let("kcol", k * 32);
                     }
-                    copy(A.tile(row, k * 32), As);
+                    copy(A.tile(row, col), As);
                     copy(B.tile(k * 32, bx * 64), Bs);
                     gemm(As, Bs, acc);
                   });
@@ -156,7 +157,10 @@ TEST(PlanCpAsync, LetOfTheBodyIsEvaluatedForThePrefetchedIteration) {
   Planned p = plan_for(indexed(false), "sm_80");
   ASSERT_TRUE(p.plan.cp_async) << p.plan.cp_async_reason;
   ASSERT_EQ(p.plan.prefetch_lets.size(), 1u);
-  EXPECT_EQ(ir::as<ir::Variable>(p.plan.prefetch_lets[0]->var)->name, "row");
+  EXPECT_EQ(ir::as<ir::Variable>(p.plan.prefetch_lets[0]->var)->name, "kcol");
+  // Issued in iteration k for iteration k + 2 (3 stages): the let's value at k + 2.
+  cuda::LoweredKernel lk = cuda::lower_kernel(indexed(false), passes::Target::parse("sm_80"));
+  EXPECT_NE(lk.source.find(" + 2) * 32)"), std::string::npos) << lk.source;
 }
 
 // A staged tile read after the loop would not say which stage it means: not cp.async.
