@@ -52,6 +52,21 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
   }
+  // The plan each pipelined loop got, its depth and bytes per stage, and why the others not.
+  std::string kind = passes::plan_kind(p);
+  int64_t stage_bytes = 0;
+  for (const auto& [uid, slot] : s.slots)
+    if (p.staged.count(uid)) stage_bytes += slot.stage_bytes;
+  if (p.warp_specialized || p.cp_async) {
+    os << "// pipelined loop: " << kind << ", " << p.stages << " stages, " << stage_bytes
+       << " bytes per stage\n";
+    if (p.cp_async) os << "//   not tma-warp-specialized: " << p.reason << "\n";
+    if (p.warp_specialized) os << "//   not cp.async multistage: TMA warp specialization taken\n";
+  } else if (p.cp_async_reason != "no pipelined loop") {
+    os << "// pipelined loop: serial, 1 stage (asked for " << p.requested_stages << ")\n"
+       << "//   not tma-warp-specialized: " << p.reason << "\n"
+       << "//   not cp.async multistage: " << p.cp_async_reason << "\n";
+  }
   os << "// shared memory: " << s.total_bytes << " bytes\n";
   return os.str();
 }

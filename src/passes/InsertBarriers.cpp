@@ -162,7 +162,11 @@ private:
 ir::Stmt insert_barriers(const ir::KernelNode& k, const LayoutInfo& layouts,
                          const PipelinePlan& plan) {
   std::set<uint64_t> skip;
-  for (const TmaLoad& l : plan.loads) skip.insert(l.copy->dst.buffer->uid);
+  for (const TmaLoad& l : plan.loads)
+    skip.insert(l.copy->dst.buffer->uid);
+  // cp.async stages are ordered by the pipeline's own wait and barrier at the top of every
+  // iteration (LowerCpAsync.cpp), which a barrier around the prefetched copies would only repeat.
+  if (plan.cp_async) skip.insert(plan.staged.begin(), plan.staged.end());
   Inserter ins(layouts, skip);
   ir::Stmt body = k.body;
   if (!ir::as<ir::Seq>(body)) body = ir::Seq::make({body});

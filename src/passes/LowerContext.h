@@ -101,6 +101,9 @@ ir::Stmt substitute(const ir::Stmt& s, const std::map<uint64_t, Expr>& m);
 
 /// Per-op lowerings (LowerCopy.cpp, LowerGemm.cpp, LowerReduce.cpp).
 ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op);
+/// A prefetched global->shared copy of a cp.async pipeline, into the stage cx.stage names:
+/// cp.async chunks where the copy moves whole 16-byte chunks, else a synchronous copy.
+ir::Stmt lower_copy_async(LowerContext& cx, const ir::Copy* op);
 ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op);
 ir::Stmt lower_gemm(LowerContext& cx, const ir::Gemm* op);
 ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op);

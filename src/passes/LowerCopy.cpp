@@ -133,35 +133,108 @@ InRegion in_region(const LowerContext& cx, const ir::Region& r, const std::vecto
   return out;
 }
 
-/// 16-byte vector copy global -> shared for 16-bit tiles whose rows are whole vectors, with an
-/// element-wise fallback for vectors at the tensor's edge or when the tensor's rows are not
-/// 16-byte aligned.
-ir::Stmt vector_copy(const LowerContext& cx, const ir::Region& src, const ir::Region& dst) {
+/// The 16-byte chunks a global -> shared copy of a whole 16-bit tile moves: rows x (cols / per)
+/// chunks of `per` elements (rows = 1 for a 1-d tile). One decision for the synchronous copy
+/// (vector_copy) and the cp.async one (async_chunks).
+struct Chunks {
+  int64_t rows = 0, cols = 0, per = 0;
+  bool two_d = false;
+  explicit operator bool() const { return per > 0; }
+  int64_t count() const { return rows * (cols / per); }
+};
+Chunks shared_chunks(const ir::Copy* op) {
+  const ir::Region &src = op->src, &dst = op->dst;
+  const Buffer &S = src.buffer, &D = dst.buffer;
+  std::vector<int64_t> ext;
+  for (int d : nonunit(src.extent))
+    ext.push_back(src.extent[d]);
+  if (D->scope != Scope::shared || S->scope != Scope::global || S->dtype != D->dtype ||
+      dtype_bytes(S->dtype) != 2 || dst.extent != D->const_shape())
+    return {};
+  std::vector<int64_t> ds = D->const_shape();
+  bool two_d = D->rank() == 2 && ext.size() == 2;
+  bool one_d = D->rank() == 1 && ext.size() == 1;
+  if (!(two_d || one_d) || src.extent.back() != ds.back() || ds.back() % 8 != 0) return {};
+  return {two_d ? ds[0] : 1, ds.back(), 16 / dtype_bytes(S->dtype), two_d};
+}
+
+/// The copy coordinates of chunk element (row, col): (row, col), or (col) for a 1-d tile.
+std::vector<Expr> chunk_coords(const Chunks& ch, const Expr& row, const Expr& col) {
+  return ch.two_d ? std::vector<Expr>{row, col} : std::vector<Expr>{col};
+}
+
+/// for every chunk v of the copy (cooperatively): body(row, col) with the chunk's first element.
+ir::Stmt for_chunks(const LowerContext& cx, const Chunks& ch,
+                    const std::function<ir::Stmt(Expr, Expr)>& body) {
+  return strided_for(cx, ch.count(), [&](Expr v) {
+    Var row("vr"), col("vc");
+    ir::Stmt b = body(row, col);
+    b = ir::Let::make(col, (v % (ch.cols / ch.per)) * ch.per, b);
+    return ir::Let::make(row, v / (ch.cols / ch.per), b);
+  });
+}
+
+/// Element by element, with the bounds guards: chunks at the tensor's edge or unaligned.
+ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
+                        const ir::Region& dst, const Expr& row, const Expr& col) {
+  Var e("ve");
+  return unrolled_for(e, ch.per,
+                      write(cx, dst, chunk_coords(ch, row, col + e),
+                            read(cx, src, chunk_coords(ch, row, col + e))));
+}
+
+/// 16-byte vector copy global -> shared, with an element-wise fallback for vectors at the
+/// tensor's edge or when the tensor's rows are not 16-byte aligned.
+ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
+                     const ir::Region& dst) {
   const Buffer& g = src.buffer;
-  std::vector<int64_t> ds = dst.buffer->const_shape();
-  int64_t rows = ds[0], cols = ds[1], per = 16 / dtype_bytes(g->dtype);
-  int64_t vecs = rows * (cols / per);
   const SharedLayout& sl = cx.layouts.shared_layout(dst.buffer);
   Expr col0 = lower_expr(cx, src.min.back());
-  Expr aligned = cx.rows_aligned(g, per) && (col0 % per == 0);
-  return strided_for(cx, vecs, [&](Expr v) {
-    Var row("vr"), col("vc");
-    std::vector<Expr> c = {Expr(row), Expr(col)};
-    std::vector<Expr> gidx = place(cx, src, c);
+  Expr aligned = cx.rows_aligned(g, ch.per) && (col0 % ch.per == 0);
+  return for_chunks(cx, ch, [&](Expr row, Expr col) {
+    std::vector<Expr> gidx = place(cx, src, chunk_coords(ch, row, col));
     std::vector<Expr> gidx_end = gidx;
-    gidx_end.back() = gidx_end.back() + (per - 1);
+    gidx_end.back() = gidx_end.back() + (ch.per - 1);
     Expr full = aligned && cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
-    Expr saddr = cx.stage_base(dst.buffer) + sl.offset(Expr(row), Expr(col));
+    Expr saddr = cx.stage_base(dst.buffer) + sl.offset(row, col);
     ir::Stmt fast =
         call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
                                 call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
-    Var e("ve");
-    ir::Stmt slow = unrolled_for(
-        e, per,
-        write(cx, dst, {Expr(row), Expr(col) + e}, read(cx, src, {Expr(row), Expr(col) + e})));
-    ir::Stmt body = if_then(full, fast, slow);
-    body = ir::Let::make(col, (v % (cols / per)) * per, body);
-    return ir::Let::make(row, v / (cols / per), body);
+    return if_then(full, fast, chunk_elements(cx, ch, src, dst, row, col));
+  });
+}
+
+/// cp.async copy global -> shared: every chunk is one tp::sm80::cp_async_chunk, which moves the
+/// chunk's in-bounds elements with the widest cp.async the global address allows (16, 8, 4
+/// bytes; element loads otherwise) and zero-fills the rest of the chunk (src-size below the copy
+/// size), so a chunk past the tensor's last column or row reads zeros, as every copy does. A
+/// chunk that starts before column 0 (a negative offset) or a tensor whose rows are not
+/// contiguous goes element by element.
+ir::Stmt async_chunks(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
+                      const ir::Region& dst) {
+  const Buffer& g = src.buffer;
+  const SharedLayout& sl = cx.layouts.shared_layout(dst.buffer);
+  const std::string helper = "tp::sm80::cp_async_chunk<" + std::to_string(dtype_bytes(g->dtype)) +
+                             ", " + std::to_string(ch.per) + ">";
+  return for_chunks(cx, ch, [&](Expr row, Expr col) {
+    std::vector<Expr> gidx = place(cx, src, chunk_coords(ch, row, col));
+    Expr gcol = gidx.back();
+    std::vector<Expr> row_start = gidx;
+    row_start.back() = Expr(0);
+    Expr rows_ok = cx.global_in_bounds(g, row_start);
+    Expr left = g->shape.back() - gcol;
+    Expr in_row = ir::Binary::make(ir::BinOp::max, Expr(0),
+                                   ir::Binary::make(ir::BinOp::min, Expr(ch.per), left));
+    Var valid("vn");
+    Expr gptr =
+        call_expr("tp.ptr", {ir::Select::make(Expr(valid) > 0, cx.global_index(g, gidx), Expr(0))},
+                  DType::i32, {g});
+    Expr saddr = cx.stage_base(dst.buffer) + sl.offset(row, col);
+    ir::Stmt async =
+        call(helper, {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}), gptr, valid});
+    async = ir::Let::make(valid, ir::Select::make(rows_ok, in_row, Expr(0)), async);
+    Expr simple = !rows_ok || (gcol >= 0 && cx.inner_contiguous(g));
+    return if_then(simple, async, chunk_elements(cx, ch, src, dst, row, col));
   });
 }
 
@@ -281,11 +354,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   std::vector<int64_t> ext;
   for (int d : nonunit(src.extent))
     ext.push_back(src.extent[d]);
-  bool to_shared_tile =
-      D->scope == Scope::shared && S->scope == Scope::global && S->dtype == D->dtype &&
-      dtype_bytes(S->dtype) == 2 && D->rank() == 2 && dst.extent == D->const_shape() &&
-      src.extent.back() == D->const_shape()[1] && D->const_shape()[1] % 8 == 0 && ext.size() == 2;
-  if (to_shared_tile) return vector_copy(cx, src, dst);
+  if (Chunks ch = shared_chunks(op)) return vector_copy(cx, ch, src, dst);
   int64_t n = 1;
   for (int64_t e : ext)
     n *= e;
@@ -299,6 +368,13 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     }
     return write(cx, dst, c, read(cx, src, c));
   });
+}
+
+ir::Stmt lower_copy_async(LowerContext& cx, const ir::Copy* op) {
+  if (Chunks ch = shared_chunks(op)) return async_chunks(cx, ch, op->src, op->dst);
+  // Not in whole chunks (a dtype conversion, a region, another element size): a synchronous
+  // copy into the same stage, ordered before every use by the same wait and barrier.
+  return lower_copy(cx, op);
 }
 
 ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op) {

@@ -214,6 +214,7 @@ protected:
   ir::Stmt visit(const ir::Reduce* op, const ir::Stmt&) override { return lower_reduce(cxm_, op); }
   ir::Stmt visit(const ir::Parallel* op, const ir::Stmt&) override { return lower_parallel(op); }
   ir::Stmt visit(const ir::For* op, const ir::Stmt&) override {
+    if (cx_.plan.cp_async && op == cx_.plan.loop) return lower_cp_async_loop(cxm_, op);
     Expr mn = mutate(op->min), ext = mutate(op->extent);
     ir::ForKind k = op->for_kind == ir::ForKind::pipelined ? ir::ForKind::serial : op->for_kind;
     return ir::For::make(op->var, mn, ext, k, 1, mutate(op->body), op->loc);

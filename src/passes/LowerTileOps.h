@@ -15,6 +15,10 @@ ir::Stmt lower_stmt(LowerContext& cx, const ir::Stmt& s);
 /// The warp-specialized kernel: producer and consumer branches (LowerWarpSpecialized.cpp).
 ir::Stmt lower_warp_specialized(LowerContext& cx);
 
+/// The cp.async multistage pipeline: prologue, the loop with its waits and barrier, the drain
+/// (LowerCpAsync.cpp). `loop` is cx.plan.loop.
+ir::Stmt lower_cp_async_loop(LowerContext& cx, const ir::For* loop);
+
 /// Lowers the element accesses in an expression evaluated by every consumer thread alike (loop
 /// bounds, tile offsets): global and shared accesses become flat indices.
 Expr lower_expr(const LowerContext& cx, const Expr& e);

@@ -302,9 +302,8 @@ void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
   plan.cluster = 2;
 }
 
-} // namespace
-
-PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t) {
+/// The sm_90a TMA warp-specialized plan, or a plan that says why not.
+PipelinePlan plan_tma(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t) {
   PipelinePlan plan;
   if (!t.tma()) {
     plan.reason =
@@ -429,6 +428,20 @@ PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, c
   plan_persistent(k, plan);
   plan_pingpong(k, plan);
   plan_overlap(k, layouts, plan);
+  return plan;
+}
+
+} // namespace
+
+std::string plan_kind(const PipelinePlan& p) {
+  return p.warp_specialized ? "tma-warp-specialized"
+         : p.cp_async       ? "cp.async multistage"
+                            : "serial";
+}
+
+PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t) {
+  PipelinePlan plan = plan_tma(k, layouts, t);
+  if (!plan.warp_specialized) plan_cp_async(k, plan);
   return plan;
 }
 

@@ -3,7 +3,9 @@
 // mbarriers, and the kernel's own threads as consumers. Copies from global to shared before the
 // loop that feed it (a tile every iteration reads) are issued by the producer too. When the kernel
 // does not fit (no TMA-able copies, several pipelined loops, the target has no TMA) the plan
-// says why and the loop runs with plain cooperative copies.
+// says why, and a loop with stages >= 2 is planned as a cp.async multistage pipeline instead
+// (PlanCpAsync.cpp): its leading global->shared copies are issued stages - 1 iterations ahead
+// into per-stage buffers. When neither fits, the loop runs serially, single-buffered.
 #pragma once
 #include <set>
 #include <string>
@@ -34,7 +36,17 @@ struct TmaLoad {
 
 struct PipelinePlan {
   bool warp_specialized = false;
-  std::string reason; // why not, when not
+  std::string reason; // why not warp-specialized, when not
+  /// cp.async multistage (when not warp-specialized): `prefetched` are the loop's copies issued
+  /// stages - 1 iterations ahead, each into stage (iteration % stages) of its staged tile.
+  bool cp_async = false;
+  std::string cp_async_reason; // why not cp.async, when neither plan was taken
+  std::vector<const ir::Copy*> prefetched;
+  /// Lets of the loop's body the prefetched copies' offsets read (directly or through other
+  /// lets), in program order: they are evaluated again for the prefetched iteration.
+  std::vector<const ir::Let*> prefetch_lets;
+  /// The pipelined loop that neither plan took keeps its requested depth here (for `show`).
+  int requested_stages = 1;
   const ir::For* loop = nullptr;
   int stages = 1;
   std::vector<TmaLoad> loads; // loop loads, then prologue loads
@@ -69,5 +81,13 @@ struct PipelinePlan {
 };
 
 PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t);
+
+/// Plans the cp.async multistage pipeline for a plan that is not warp-specialized
+/// (PlanCpAsync.cpp): sets cp_async, loop, stages, staged, prefetched and prefetch_lets, or
+/// cp_async_reason naming what prevents it.
+void plan_cp_async(const ir::KernelNode& k, PipelinePlan& plan);
+
+/// "tma-warp-specialized", "cp.async multistage" or "serial".
+std::string plan_kind(const PipelinePlan& p);
 
 } // namespace tp::passes

@@ -3,12 +3,14 @@
 // Per-thread instructions (tp::sm80). Out-of-bounds predication uses the src-size operand: bytes
 // past src_bytes are zero-filled in shared memory and not read from global memory, so a masked
 // copy passes src_bytes = 0 (keep `src` a valid address anyway, e.g. the tensor base).
+// cp_async_chunk() picks the widest of these a chunk's address allows.
 // Completion: cp_async_commit() closes a group; cp_async_wait<N>() waits until at most N groups
 // are pending, then the copies of the others are visible to this thread (use a CTA barrier before
 // other threads read them).
 #pragma once
 
 #include "defs.cuh"
+#include "arch/sm80/smem.cuh"
 
 #if TP_CUDA
 namespace tp::sm80 {
@@ -45,6 +47,39 @@ TP_DEVICE void cp_async_wait() {
 /// cp.async.wait_all: wait for every cp.async of this thread (committed or not).
 TP_DEVICE void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+/// One 16-byte chunk of a tile from global to shared memory, asynchronously where possible:
+/// the first `valid` of the chunk's N elements of E bytes come from `g`, the rest of the chunk is
+/// zero-filled (tiles read zeros past a tensor's edge). `smem` is 16-byte aligned. The width
+/// follows g's address at run time: one 16-byte cp.async.cg, two 8-byte or four 4-byte
+/// cp.async.ca (each with its share of the valid bytes as src-size), or, for an address not even
+/// 4-byte aligned, plain loads and stores (complete when this returns, so the caller's
+/// cp.async wait and barrier order them like the rest). With valid = 0 nothing is read from g.
+template <int E, int N>
+TP_DEVICE void cp_async_chunk(void* smem, const void* g, int valid) {
+  static_assert(E * N == 16, "a chunk is 16 bytes");
+  const uint32_t s = smem_u32(smem);
+  const int bytes = valid * E;
+  const unsigned long long a = reinterpret_cast<unsigned long long>(g);
+  const char* gc = static_cast<const char*>(g);
+  if (a % 16 == 0) {
+    cp_async_16(s, g, bytes);
+  } else if (a % 8 == 0) {
+    for (int p = 0; p < 2; ++p) {
+      const int b = bytes - 8 * p;
+      cp_async_ca<8>(s + 8 * p, b > 0 ? gc + 8 * p : gc, b < 0 ? 0 : (b > 8 ? 8 : b));
+    }
+  } else if (a % 4 == 0) {
+    for (int p = 0; p < 4; ++p) {
+      const int b = bytes - 4 * p;
+      cp_async_ca<4>(s + 4 * p, b > 0 ? gc + 4 * p : gc, b < 0 ? 0 : (b > 4 ? 4 : b));
+    }
+  } else {
+    char* d = static_cast<char*>(smem);
+    for (int i = 0; i < 16; ++i)
+      d[i] = i < bytes ? gc[i] : 0;
+  }
 }
 
 } // namespace tp::sm80
