@@ -264,6 +264,10 @@ TP_DEVICE float fast_exp2(float x) {
 TP_DEVICE float fast_rcp(float x) {
   return sm80::rcp_approx_ftz(x);
 }
+/// a / b within 2 ulp, no slow path (div.full.f32): the quotient of generated f32 code.
+TP_DEVICE float fast_div(float a, float b) {
+  return sm80::div_full(a, b);
+}
 /// 1/sqrt(x), approximate (rsqrt.approx.ftz.f32).
 TP_DEVICE float fast_rsqrt(float x) {
   return sm80::rsqrt_approx_ftz(x);

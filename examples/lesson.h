@@ -5,7 +5,8 @@
 //   report_bytes/flops()      the napkin math of a --gpu run: TB/s against the device-to-device
 //                             copy bandwidth measured in the run, or TFLOP/s against the peak
 //   main()                    the command line: none (CPU interpreter), --gpu, --compile (NVRTC
-//                             for sm_90a, no GPU needed); exits 0 on pass, 1 on a wrong result
+//                             for sm_90a, no GPU needed), --show (lowered IR and CUDA for
+//                             sm_90a, no GPU needed); exits 0 on pass, 1 on a wrong result
 //                             or an error, 2 on bad arguments or --gpu without a usable GPU
 #pragma once
 
@@ -88,13 +89,24 @@ inline bool compile_only(const std::vector<tp::Kernel>& kernels) {
   return true;
 }
 
+// --show: the lowered IR (layouts, pipeline plan) and the generated CUDA of the --gpu kernels
+// for sm_90a, to read what the compiler decided; needs no GPU.
+inline bool show(const std::vector<tp::Kernel>& kernels) {
+  for (const tp::Kernel& k : kernels) {
+    tp::CompiledKernel ck = tp::compile(k, {.arch = "sm_90a"});
+    std::printf("// ---- lowered IR\n%s\n// ---- CUDA\n%s\n", ck.lowered().c_str(),
+                ck.source().c_str());
+  }
+  return true;
+}
+
 // A lesson's main: `return lesson::main(argc, argv, run_cpu, run_gpu, gpu_kernels);`, where
 // gpu_kernels() gives the kernels run_gpu() runs, in their GPU config, for --compile.
 inline int main(int argc, char** argv, bool (*run_cpu)(), bool (*run_gpu)(),
                 std::vector<tp::Kernel> (*gpu_kernels)()) {
   std::string mode = argc == 2 ? argv[1] : "";
-  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile")) {
-    std::fprintf(stderr, "usage: %s [--gpu | --compile]\n", argv[0]);
+  if (argc > 2 || (argc == 2 && mode != "--gpu" && mode != "--compile" && mode != "--show")) {
+    std::fprintf(stderr, "usage: %s [--gpu | --compile | --show]\n", argv[0]);
     return 2;
   }
   try {
@@ -106,6 +118,7 @@ inline int main(int argc, char** argv, bool (*run_cpu)(), bool (*run_gpu)(),
     }
     bool ok = mode == "--gpu"       ? run_gpu()
               : mode == "--compile" ? compile_only(gpu_kernels())
+              : mode == "--show"    ? show(gpu_kernels())
                                     : run_cpu();
     return ok ? 0 : 1;
   } catch (const tp::Error& e) {

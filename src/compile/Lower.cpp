@@ -1,6 +1,7 @@
 // The CUDA backend's pass list, in order:
-//   verify -> flatten lets -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and
-//   plan on the barrier'd IR -> plan shared memory -> lower tile ops -> emit CUDA C++.
+//   verify -> flatten lets -> sink fragment loads into accumulator loops -> infer layouts -> plan
+//   pipeline -> insert barriers -> (re-)infer and plan on the barrier'd IR -> plan shared memory
+//   -> lower tile ops -> emit CUDA C++.
 #include "compile/Lower.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "passes/FlattenLets.h"
 #include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
+#include "passes/SinkFragmentLoads.h"
 
 namespace tp::cuda {
 
@@ -84,6 +86,13 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   if (lets) {
     kf.body = passes::flatten_lets(k0.body);
     dump("flatten_lets", ir::to_string(kf));
+  }
+  // An epilogue's bias or residual is read where the accumulator loop uses it (the layouts say
+  // which fragments are accumulators; they are inferred again on the result below).
+  ir::Stmt sunk = passes::sink_fragment_loads(kf, passes::infer_layouts(kf, t));
+  if (!sunk.same_as(kf.body)) {
+    kf.body = sunk;
+    dump("sink_fragment_loads", ir::to_string(kf));
   }
   // Barriers first (they need to know which buffers are shared), then plan again on the
   // barrier'd IR, whose nodes the pipeline plan points into.

@@ -1,4 +1,5 @@
-// PTX wrappers for fast f32 math: ex2, rcp, rsqrt (approximate, flush-to-zero), max, min.
+// PTX wrappers for fast f32 math: ex2, rcp, rsqrt (approximate, flush-to-zero), full-range
+// division, max, min.
 //
 // Per-thread instructions, valid from sm_80 on. types.cuh re-exports them as tp::fast_exp2 etc.
 #pragma once
@@ -19,6 +20,15 @@ TP_DEVICE float ex2_approx_ftz(float a) {
 TP_DEVICE float rcp_approx_ftz(float a) {
   float d;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(d) : "f"(a));
+  return d;
+}
+
+/// div.full.f32 d, a, b: d = a / b within 2 ulp over the whole range, without the branch to
+/// a slow path that the IEEE quotient (div.rn) takes: ptxas cannot move work across that branch,
+/// so element-wise code with a quotient per element ran one element after another.
+TP_DEVICE float div_full(float a, float b) {
+  float d;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
   return d;
 }
 

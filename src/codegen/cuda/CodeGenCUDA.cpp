@@ -253,6 +253,16 @@ protected:
     if (op->op == ir::BinOp::min) return fn(fl ? "tp::minf" : "tp::imin");
     if (op->op == ir::BinOp::max) return fn(fl ? "tp::maxf" : "tp::imax");
     if (op->op == ir::BinOp::mod && fl) return fn("fmodf");
+    // f32 quotients are div.full (2 ulp, like exp's ex2.approx), not the IEEE `/`, whose branch
+    // to a slow path serializes element-wise work (an epilogue's quotient per element).
+    if (op->op == ir::BinOp::div && fl) {
+      os_ << "tp::fast_div((float)(";
+      visit(op->a);
+      os_ << "), (float)(";
+      visit(op->b);
+      os_ << "))";
+      return;
+    }
     if (op->op == ir::BinOp::shl || op->op == ir::BinOp::shr) return shift(op);
     os_ << "(";
     if (fl && !ir::binop_is_compare(op->op) && !is_float(ir::compute_type(op->a.dtype())))
