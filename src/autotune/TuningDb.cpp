@@ -18,6 +18,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "runtime/TempFiles.h"
 #include "tilepilot/error.h"
 
 namespace tp::autotune {
@@ -158,12 +159,15 @@ std::optional<DbEntry> TuningDb::read_file(const std::string& path, const TuneKe
 }
 
 void TuningDb::write_file(const std::string& path, const DbEntry& e) const {
-  static std::atomic<uint64_t> counter{0};
-  std::ostringstream tmp;
-  tmp << dir_ << "/.tmp." << ::getpid() << "."
-      << std::hash<std::thread::id>{}(std::this_thread::get_id()) << "." << counter++;
+  // Once per process and directory: the temporary files of writers killed before their rename.
+  {
+    static std::mutex m;
+    static std::set<std::string> swept;
+    std::lock_guard<std::mutex> l(m);
+    if (swept.insert(dir_).second) rt::sweep_orphan_temps(dir_);
+  }
   const std::string text = e.to_json().dump(2) + "\n";
-  const std::string tmp_path = tmp.str();
+  const std::string tmp_path = rt::temp_path(dir_, "json");
   int err = 0;
   auto fail = [&](bool failed) {
     if (failed && !err) err = errno ? errno : EIO;

@@ -16,6 +16,7 @@
 
 #include "runtime/DeviceHeaders.h"
 #include "runtime/Hash.h"
+#include "runtime/TempFiles.h"
 #include "tilepilot/error.h"
 
 namespace fs = std::filesystem;
@@ -202,11 +203,11 @@ void KernelCache::store(const std::string& key, const CompileOutput& out) {
 
   // Same directory as the entry, so rename() is atomic; the name is unique per process and
   // call, so concurrent writers of one key never share a temporary file.
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp =
-      dir_ + "/.tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::string tmp = temp_path(dir_, key);
   std::error_code ec;
   fs::create_directories(dir_, ec);
+  // Once per cache object: the temporary files of writers killed before their rename.
+  if (!swept_.exchange(true)) sweep_orphan_temps(dir_);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   bool ok = fd >= 0 && write_all(fd, entry.data(), entry.size()) && ::fsync(fd) == 0;
   int err = errno;

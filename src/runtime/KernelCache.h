@@ -47,7 +47,7 @@ private:
   std::string dir_;
   bool enabled_;
   std::atomic<int> corrupt_{0};
-  std::atomic<bool> warned_corrupt_{false}, warned_write_{false};
+  std::atomic<bool> warned_corrupt_{false}, warned_write_{false}, swept_{false};
 };
 
 } // namespace tp::rt

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../pilot/PilotTestSupport.h"
+#include "KillSupport.h"
 #include "pilot/Pilot.h"
 #include "pilot/Spec.h"
 #include "release/ReleaseManifest.h"
@@ -75,42 +76,8 @@ size_t siblings(const fs::path& dir) {
   return n;
 }
 
-/// Forks; the child runs `body` and exits 0. Returns the pid.
-template <typename F>
-pid_t spawn(F body) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    try {
-      body();
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::_exit(0);
-  }
-  return pid;
-}
-
-/// Runs the child to completion, or SIGKILLs it after `kill_after`; true when it was killed.
-/// `*rc` is the exit status of a child that finished.
-bool run_or_kill(pid_t pid, std::chrono::microseconds kill_after, int* rc) {
-  auto deadline = Clock::now() + kill_after;
-  int status = 0;
-  *rc = -1;
-  while (Clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) *rc = WEXITSTATUS(status);
-  return WIFSIGNALED(status);
-}
+using tp::testing::run_or_kill;
+using tp::testing::spawn;
 
 struct KillStats {
   int killed = 0, finished = 0;
