@@ -56,6 +56,9 @@ private:
     CompileTimings timings;
     bool ready = false;
     unsigned persistent_grid_cap = 0; // persistent kernels: SMs x blocks that fit on one SM
+    /// The last launch's tensor maps and the tensors they describe (reused while unchanged).
+    std::vector<CUtensorMap> maps;
+    std::vector<DeviceTensor> map_args;
   };
   /// The TMA variant takes the launch when every TMA-loaded tensor has a 16-byte aligned
   /// address and row pitch (strided: unit innermost stride and outer strides 16-byte multiples).

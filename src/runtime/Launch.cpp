@@ -1,6 +1,9 @@
 // Stream, EventTimer and launch().
 #include "runtime/Launch.h"
 
+#include <map>
+#include <mutex>
+
 #include "runtime/Driver.h"
 #include "tilepilot/error.h"
 
@@ -45,11 +48,35 @@ float EventTimer::elapsed_ms() const {
   return ms;
 }
 
+namespace {
+
+// The dynamic shared-memory opt-in each function was given. Setting it is a property of the
+// function (it persists across launches), so it is checked and set once per function and size
+// instead of costing three driver calls on every launch of a hot kernel.
+std::mutex shared_limit_mutex;
+std::map<CUfunction, unsigned>& shared_limits() {
+  static std::map<CUfunction, unsigned> m;
+  return m;
+}
+
+bool shared_limit_set(CUfunction fn, unsigned bytes) {
+  std::lock_guard<std::mutex> l(shared_limit_mutex);
+  auto it = shared_limits().find(fn);
+  return it != shared_limits().end() && it->second >= bytes;
+}
+
+void remember_shared_limit(CUfunction fn, unsigned bytes) {
+  std::lock_guard<std::mutex> l(shared_limit_mutex);
+  shared_limits()[fn] = bytes;
+}
+
+} // namespace
+
 void launch(CUfunction fn, const LaunchConfig& c, void** args) {
   CUdevice dev = ensure_context();
   Driver& d = driver();
   constexpr unsigned default_shared_limit = 48 * 1024;
-  if (c.shared_bytes > default_shared_limit) {
+  if (c.shared_bytes > default_shared_limit && !shared_limit_set(fn, c.shared_bytes)) {
     int optin = 0, static_bytes = 0;
     TILEPILOT_CU(
         d.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
@@ -60,6 +87,7 @@ void launch(CUfunction fn, const LaunchConfig& c, void** args) {
                    << selected_device_ordinal() << " allows at most " << optin;
     TILEPILOT_CU(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                       int(c.shared_bytes)));
+    remember_shared_limit(fn, c.shared_bytes);
   }
   bool clustered = c.cluster[0] * c.cluster[1] * c.cluster[2] > 1;
   if (!clustered) {
