@@ -1,9 +1,11 @@
 // The Llama model paths: weights, inputs, caches and the forward pass.
 #include "llama/Llama.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "tilepilot/operator.h"
@@ -15,6 +17,36 @@ namespace {
 std::map<std::string, std::string> rope_options(const LlamaConfig& c) {
   return {{"base", std::to_string(std::llround(c.rope_theta))},
           {"scaling", c.rope_llama3_scaling ? "llama3" : "none"}};
+}
+
+/// Paged: the values fill_uniform(seed) gives the contiguous cache [B, Hkv, capacity, D],
+/// each at its page slot of `table`; the tail of a last page past the capacity stays 0, so every
+/// slot the attention can load is finite. Made on the host and uploaded: no device staging
+/// buffer inflates the model's measured memory. One thread per sequence, up to the cores.
+HostTensor paged_prefill(const LlamaConfig& c, const std::vector<int64_t>& table, uint64_t seed) {
+  const int64_t B = c.batch, Hkv = c.kv_heads, D = c.head_dim, L = c.cache_capacity();
+  const int64_t blk = c.paged_kv, MB = c.pages_per_seq();
+  HostTensor pool(c.dtype, {c.cache_pages(), Hkv, blk, D});
+  auto fill = [&](int64_t b) {
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t j = 0; j < L; ++j) {
+        const int64_t page = table[static_cast<size_t>(b * MB + j / blk)];
+        const int64_t to = ((page * Hkv + h) * blk + j % blk) * D,
+                      from = ((b * Hkv + h) * L + j) * D;
+        for (int64_t d = 0; d < D; ++d)
+          pool.set(to + d, uniform_value(seed, static_cast<uint64_t>(from + d), 0.0, 1.0));
+      }
+  };
+  const int64_t workers = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, B);
+  std::vector<std::thread> threads;
+  for (int64_t w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (int64_t b = w; b < B; b += workers)
+        fill(b);
+    });
+  for (std::thread& t : threads)
+    t.join();
+  return pool;
 }
 
 } // namespace
@@ -44,16 +76,14 @@ LlamaModel::LlamaModel(const LlamaConfig& c, Exec& ex) : c_(c), ex_(ex), k_((c.v
   const int64_t T = c.tokens(), Hd = c.hidden, D = c.head_dim, H = c.heads, Hkv = c.kv_heads;
   const DType dt = c.dtype;
   next_seed_ = c.seed * 1000003 + 1;
-  Buf contiguous; // paged: one layer's prefilled K or V before cache_to_pages lays it out
+  const std::vector<int64_t> table = c.paged() ? llama_block_table(c) : std::vector<int64_t>{};
   if (c.paged()) {
     table_ = ex_.alloc(DType::i32, {c.batch, c.pages_per_seq()});
     HostTensor t(DType::i32, table_.shape);
-    std::vector<int64_t> entries = llama_block_table(c);
-    for (size_t i = 0; i < entries.size(); ++i)
-      t.set(static_cast<int64_t>(i), static_cast<double>(entries[i]));
+    for (size_t i = 0; i < table.size(); ++i)
+      t.set(static_cast<int64_t>(i), static_cast<double>(table[i]));
     ex_.upload(table_, t);
     cache_bytes_ += table_.bytes();
-    contiguous = ex_.alloc(dt, {c.batch, Hkv, c.cache_capacity(), D});
   }
   auto proj = [&](int64_t out, int64_t in) {
     return weight({out, in}, 0.0, std::sqrt(3.0 / static_cast<double>(in)));
@@ -73,8 +103,7 @@ LlamaModel::LlamaModel(const LlamaConfig& c, Exec& ex) : c_(c), ex_(ex), k_((c.v
       for (Buf* b : {&L.k_cache, &L.v_cache}) {
         if (c.paged()) {
           *b = ex_.alloc(dt, {c.cache_pages(), Hkv, c.paged_kv, D});
-          ex_.fill_uniform(contiguous, next_seed_++, 0.0, 1.0);
-          ex_.run(k_.cache_to_pages, {&contiguous, &table_, b});
+          ex_.upload(*b, paged_prefill(c, table, next_seed_++));
         } else {
           *b = ex_.alloc(dt, {c.batch, Hkv, c.cache_capacity(), D});
           ex_.fill_uniform(*b, next_seed_++, 0.0, 1.0);

@@ -86,23 +86,6 @@ Kernel cache_append_paged(const LlamaConfig& c) {
                 });
 }
 
-Kernel cache_to_pages(const LlamaConfig& c) {
-  const int64_t Hkv = c.kv_heads, D = c.head_dim, block = c.paged_kv;
-  Dim Bd("B"), Ld("L"), MB("max_blocks"), NP("num_blocks");
-  Tensor C("C", {Bd, Hkv, Ld, D}, c.dtype), TABLE("TABLE", {Bd, MB}, i32);
-  Tensor P("P", {NP, Hkv, block, D}, c.dtype);
-  return kernel("llama_cache_to_pages" + std::to_string(block) + heads_suffix(c), {C, TABLE, P},
-                grid(MB, Bd), threads(kThreads), [&](Var kb, Var b) {
-                  Var page = let("page", TABLE(b, kb));
-                  parallel({Hkv, block, D}, [&](Var h, Var s, Var d) {
-                    // The tail of the last page lies past the cache: zeros, so that every
-                    // slot the attention might load is finite.
-                    Expr j = kb * block + s;
-                    P(page, h, s, d) = select(j < Ld, C(b, h, j, d), 0.0);
-                  });
-                });
-}
-
 Kernel merge_heads(const LlamaConfig& c) {
   const int64_t H = c.heads, D = c.head_dim;
   Dim T("T"), Bd("B"), Sd("S");
@@ -128,10 +111,7 @@ LlamaKernels::LlamaKernels(const LlamaConfig& c)
     : embedding(models::embedding(c)), split_qk(models::split_qk(c)), to_heads(models::to_heads(c)),
       merge_heads(models::merge_heads(c)), gather_last(models::gather_last(c)),
       cache_append(models::cache_append(c)) {
-  if (c.paged()) {
-    cache_append_paged = models::cache_append_paged(c);
-    cache_to_pages = models::cache_to_pages(c);
-  }
+  if (c.paged()) cache_append_paged = models::cache_append_paged(c);
 }
 
 } // namespace tp::models

@@ -29,10 +29,6 @@ struct LlamaKernels {
   /// VP [pages, Hkv, block, D]: the new key and value written at slot POS[b] % block of page
   /// TABLE[b, POS[b] / block].
   Kernel cache_append_paged;
-  /// Paged decode: C [B, Hkv, L, D] (a contiguous cache), TABLE [B, MB] -> P [pages, Hkv,
-  /// block, D]: entry j of sequence b copied to slot j % block of page TABLE[b, j / block];
-  /// slots past L (the last page's tail) get 0. Used once, to lay out the prefilled cache.
-  Kernel cache_to_pages;
 
   explicit LlamaKernels(const LlamaConfig& c);
 };

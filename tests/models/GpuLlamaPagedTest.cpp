@@ -1,5 +1,5 @@
 // The paged KV cache of the Llama decode step on the GPU (label gpu, needs an sm_90a device):
-// the paged glue kernels match the interpreter, and the paged step agrees with the
+// the paged cache append matches the interpreter, and the paged step agrees with the
 // contiguous one (pinned kernels on both, and fallbacks on both: the framework gathers the
 // pages) at Llama-3-8B sizes, batch 8 over caches of 4096 with 2 layers, and over ragged caches
 // at a small size; the paged model run's two paths agree and dispatch paged problems.
@@ -95,39 +95,34 @@ void expect_paged_agrees_with_contiguous(const LlamaConfig& paged, const LlamaCo
 
 } // namespace
 
-TEST(GpuLlamaPaged, PagedGlueKernelsMatchTheInterpreter) {
+TEST(GpuLlamaPaged, PagedCacheAppendMatchesTheInterpreter) {
   LlamaConfig c = small_ragged_decode(16);
   LlamaKernels k(c);
   const int64_t B = c.batch, Hkv = c.kv_heads, D = c.head_dim, MB = c.pages_per_seq();
-  const int64_t P = c.cache_pages(), blk = c.paged_kv, L = c.cache_capacity();
+  const int64_t P = c.cache_pages(), blk = c.paged_kv;
   HostTensor table(DType::i32, {B, MB}), pos(DType::i32, {B});
   const std::vector<int64_t> t = llama_block_table(c);
   for (size_t i = 0; i < t.size(); ++i)
     table.set(static_cast<int64_t>(i), static_cast<double>(t[i]));
   for (int64_t b = 0; b < B; ++b)
     pos.set(b, static_cast<double>(c.kv_len_of(b)));
-  HostTensor kr(c.dtype, {B, Hkv, D}), qkv(c.dtype, {B, c.qkv_dim()}),
-      cont(c.dtype, {B, Hkv, L, D});
+  HostTensor kr(c.dtype, {B, Hkv, D}), qkv(c.dtype, {B, c.qkv_dim()});
   HostTensor kp(c.dtype, {P, Hkv, blk, D}), vp(c.dtype, {P, Hkv, blk, D});
   kr.fill_random(1);
   qkv.fill_random(2);
-  cont.fill_random(3);
-  kp.fill_random(4);
-  vp.fill_random(5);
+  kp.fill_random(3);
+  vp.fill_random(4);
   DeviceExec dev;
   auto on_device = [&](const HostTensor& h) {
     Buf b = dev.alloc(h.dtype(), h.shape());
     dev.upload(b, h);
     return b;
   };
-  Buf dkr = on_device(kr), dqkv = on_device(qkv), dcont = on_device(cont),
-      dtable = on_device(table);
+  Buf dkr = on_device(kr), dqkv = on_device(qkv), dtable = on_device(table);
   Buf dpos = on_device(pos), dkp = on_device(kp), dvp = on_device(vp);
-  cpu::interpret(k.cache_to_pages, {&cont, &table, &kp});
-  dev.run(k.cache_to_pages, {&dcont, &dtable, &dkp});
   cpu::interpret(k.cache_append_paged, {&kr, &qkv, &pos, &table, &kp, &vp});
   dev.run(k.cache_append_paged, {&dkr, &dqkv, &dpos, &dtable, &dkp, &dvp});
-  // Both kernels copy elements without arithmetic: the results are the same bits.
+  // The kernel copies elements without arithmetic: the results are the same bits.
   for (auto [host, buf, what] : {std::tuple{&kp, &dkp, "k pages"}, {&vp, &dvp, "v pages"}}) {
     HostTensor got = dev.download(*buf);
     int64_t bad = 0;

@@ -309,20 +309,20 @@ TEST(LlamaPagedDecode, CliRunsThePagedStepAndRejectsBadPageSizesWithExit2) {
 }
 
 TEST(LlamaPagedDecode, PagedKernelsCompileForSm90aAtLlama3Sizes) {
-  // What a paged step runs on an H200: the two glue kernels and decode_attention's paged
+  // What a paged step runs on an H200: the paged cache append and decode_attention's paged
   // default config must lower and compile, or the GPU run would fall back or fail.
   std::string why;
   if (!rt::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC: " << why;
   LlamaConfig c = parse_llama_config(
       {{"mode", "decode"}, {"batch", "8"}, {"kv_len", "4096"}, {"paged_kv", "16"}});
   LlamaKernels k(c);
-  std::vector<Kernel> kernels = {k.cache_append_paged, k.cache_to_pages};
+  std::vector<Kernel> kernels = {k.cache_append_paged};
   for (const auto& [label, p] : llama_problems(c))
     if (p.op == "decode_attention") {
       const ops::Operator& op = ops::find_operator(p.op);
       kernels.push_back(op.build(p, op.default_config(p, "sm_90a")));
     }
-  ASSERT_EQ(kernels.size(), 3u);
+  ASSERT_EQ(kernels.size(), 2u);
   for (const Kernel& kern : kernels) {
     SCOPED_TRACE(kern.node().name);
     cuda::LoweredKernel lk = cuda::lower_kernel(kern, passes::Target::parse("sm_90a"));
