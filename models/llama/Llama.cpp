@@ -99,7 +99,7 @@ LlamaModel::LlamaModel(const LlamaConfig& c, Exec& ex) : c_(c), ex_(ex), k_((c.v
     L.w_down = proj(Hd, c.ffn);
     if (c.decode()) {
       // The prefilled cache: random keys and values stand in for a prefill's. Paged, the same
-      // values (same seeds, same contiguous indices) are copied into the pages.
+      // values (same seeds, same contiguous indices) sit in their page slots.
       for (Buf* b : {&L.k_cache, &L.v_cache}) {
         if (c.paged()) {
           *b = ex_.alloc(dt, {c.cache_pages(), Hkv, c.paged_kv, D});
