@@ -1,8 +1,11 @@
 // The Llama model paths: weights, inputs, caches and the forward pass.
 #include "llama/Llama.h"
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "tilepilot/operator.h"
@@ -16,12 +19,72 @@ std::map<std::string, std::string> rope_options(const LlamaConfig& c) {
           {"scaling", c.rope_llama3_scaling ? "llama3" : "none"}};
 }
 
+/// Paged: the values fill_uniform(seed) gives the contiguous cache [B, Hkv, capacity, D],
+/// each at its page slot of `table`; the tail of a last page past the capacity stays 0, so every
+/// slot the attention can load is finite. Made on the host and uploaded: no device staging
+/// buffer inflates the model's measured memory. One thread per sequence, up to the cores.
+HostTensor paged_prefill(const LlamaConfig& c, const std::vector<int64_t>& table, uint64_t seed) {
+  const int64_t B = c.batch, Hkv = c.kv_heads, D = c.head_dim, L = c.cache_capacity();
+  const int64_t blk = c.paged_kv, MB = c.pages_per_seq();
+  HostTensor pool(c.dtype, {c.cache_pages(), Hkv, blk, D});
+  auto fill = [&](int64_t b) {
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t j = 0; j < L; ++j) {
+        const int64_t page = table[static_cast<size_t>(b * MB + j / blk)];
+        const int64_t to = ((page * Hkv + h) * blk + j % blk) * D,
+                      from = ((b * Hkv + h) * L + j) * D;
+        for (int64_t d = 0; d < D; ++d)
+          pool.set(to + d, uniform_value(seed, static_cast<uint64_t>(from + d), 0.0, 1.0));
+      }
+  };
+  const int64_t workers = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, B);
+  std::vector<std::thread> threads;
+  for (int64_t w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (int64_t b = w; b < B; b += workers)
+        fill(b);
+    });
+  for (std::thread& t : threads)
+    t.join();
+  return pool;
+}
+
 } // namespace
+
+std::vector<int64_t> llama_block_table(const LlamaConfig& c) {
+  const int64_t MB = c.pages_per_seq();
+  std::vector<int64_t> order(static_cast<size_t>(c.cache_pages()));
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int64_t>(i);
+  std::mt19937_64 rng(c.seed * 1000003 + 17);
+  for (size_t i = order.size(); i > 1; --i) // Fisher-Yates: the same order on every library
+    std::swap(order[i - 1], order[rng() % i]);
+  std::vector<int64_t> table(order.size(), -1);
+  size_t next = 0;
+  // First every sequence's own pages, then the free ones in the rows' remaining entries.
+  for (int64_t b = 0; b < c.batch; ++b) {
+    const int64_t own = (c.kv_len_of(b) + 1 + c.paged_kv - 1) / c.paged_kv;
+    for (int64_t j = 0; j < own; ++j)
+      table[static_cast<size_t>(b * MB + j)] = order[next++];
+  }
+  for (int64_t& e : table)
+    if (e < 0) e = order[next++];
+  return table;
+}
 
 LlamaModel::LlamaModel(const LlamaConfig& c, Exec& ex) : c_(c), ex_(ex), k_((c.validate(), c)) {
   const int64_t T = c.tokens(), Hd = c.hidden, D = c.head_dim, H = c.heads, Hkv = c.kv_heads;
   const DType dt = c.dtype;
   next_seed_ = c.seed * 1000003 + 1;
+  const std::vector<int64_t> table = c.paged() ? llama_block_table(c) : std::vector<int64_t>{};
+  if (c.paged()) {
+    table_ = ex_.alloc(DType::i32, {c.batch, c.pages_per_seq()});
+    HostTensor t(DType::i32, table_.shape);
+    for (size_t i = 0; i < table.size(); ++i)
+      t.set(static_cast<int64_t>(i), static_cast<double>(table[i]));
+    ex_.upload(table_, t);
+    cache_bytes_ += table_.bytes();
+  }
   auto proj = [&](int64_t out, int64_t in) {
     return weight({out, in}, 0.0, std::sqrt(3.0 / static_cast<double>(in)));
   };
@@ -35,10 +98,16 @@ LlamaModel::LlamaModel(const LlamaConfig& c, Exec& ex) : c_(c), ex_(ex), k_((c.v
     L.w_gate_up = proj(2 * c.ffn, Hd);
     L.w_down = proj(Hd, c.ffn);
     if (c.decode()) {
-      // The prefilled cache: random keys and values stand in for a prefill's.
+      // The prefilled cache: random keys and values stand in for a prefill's. Paged, the same
+      // values (same seeds, same contiguous indices) sit in their page slots.
       for (Buf* b : {&L.k_cache, &L.v_cache}) {
-        *b = ex_.alloc(dt, {c.batch, Hkv, c.cache_capacity(), D});
-        ex_.fill_uniform(*b, next_seed_++, 0.0, 1.0);
+        if (c.paged()) {
+          *b = ex_.alloc(dt, {c.cache_pages(), Hkv, c.paged_kv, D});
+          ex_.upload(*b, paged_prefill(c, table, next_seed_++));
+        } else {
+          *b = ex_.alloc(dt, {c.batch, Hkv, c.cache_capacity(), D});
+          ex_.fill_uniform(*b, next_seed_++, 0.0, 1.0);
+        }
         cache_bytes_ += b->bytes();
       }
     }
@@ -122,12 +191,18 @@ void LlamaModel::attention_block(const Layer& L) {
   });
   if (c_.decode()) {
     op("cache_append", [&] {
-      ex_.run(k_.cache_append, {&k_rot_, &qkv_, &pos_, &L.k_cache, &L.v_cache});
+      if (c_.paged())
+        ex_.run(k_.cache_append_paged, {&k_rot_, &qkv_, &pos_, &table_, &L.k_cache, &L.v_cache});
+      else
+        ex_.run(k_.cache_append, {&k_rot_, &qkv_, &pos_, &L.k_cache, &L.v_cache});
     });
     // One query token per sequence: q [B, H, D] and the output [B, H D] are [B, H, 1, D].
+    const Buf q = q_rot_.reshaped({B, H, 1, D}), out = attn_.reshaped({B, H, 1, D});
     op("decode_attention", [&] {
-      ex_.dispatch("decode_attention", {q_rot_.reshaped({B, H, 1, D}), L.k_cache, L.v_cache, lens_,
-                                        attn_.reshaped({B, H, 1, D})});
+      if (c_.paged())
+        ex_.dispatch("decode_attention", {q, L.k_cache, L.v_cache, table_, lens_, out});
+      else
+        ex_.dispatch("decode_attention", {q, L.k_cache, L.v_cache, lens_, out});
     });
   } else {
     op("to_heads", [&] { ex_.run(k_.to_heads, {&q_rot_, &k_rot_, &qkv_, &q_, &k_act_, &v_}); });
@@ -204,10 +279,19 @@ std::vector<std::pair<std::string, ops::Problem>> llama_problems(const LlamaConf
       {"gemm.lm_head", gemm(c.logit_rows(), c.vocab, Hd)}};
   if (c.decode()) {
     const int64_t Lc = c.cache_capacity();
-    out.emplace_back("decode_attention",
-                     problem("decode_attention",
-                             {{B, H, 1, D}, {B, Hkv, Lc, D}, {B, Hkv, Lc, D}, {B}, {B, H, 1, D}},
-                             {dt, dt, dt, i32, dt}));
+    if (c.paged()) {
+      const std::vector<int64_t> pool = {c.cache_pages(), Hkv, c.paged_kv, D};
+      out.emplace_back(
+          "decode_attention",
+          problem("decode_attention",
+                  {{B, H, 1, D}, pool, pool, {B, c.pages_per_seq()}, {B}, {B, H, 1, D}},
+                  {dt, dt, dt, i32, i32, dt}));
+    } else {
+      out.emplace_back("decode_attention",
+                       problem("decode_attention",
+                               {{B, H, 1, D}, {B, Hkv, Lc, D}, {B, Hkv, Lc, D}, {B}, {B, H, 1, D}},
+                               {dt, dt, dt, i32, dt}));
+    }
   } else {
     out.emplace_back(
         "attention",

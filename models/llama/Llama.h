@@ -15,6 +15,11 @@
 // PyTorch's Linear, so every GEMM is layout nt. A decode step writes the new token's key and
 // value at entry kv_len of each cache and attends over kv_len + 1 entries; every forward() does
 // the same step (it overwrites that entry), so repeated steps are identical work and values.
+//
+// With paged_kv > 0 each layer's K and V are a pool of pages [pages, kv_heads, paged_kv,
+// head_dim] and decode_attention runs paged over a block table (llama_block_table). The pool
+// holds the same prefilled values as the contiguous cache (entry j of sequence b sits in slot
+// j % paged_kv of page table[b][j / paged_kv]), so both layouts give the same logits.
 #pragma once
 #include <functional>
 #include <vector>
@@ -30,6 +35,13 @@ namespace tp::models {
 /// gemm.qkv, gemm.o, gemm.gate_up, gemm.down, gemm.lm_head, attention or decode_attention,
 /// rmsnorm, rmsnorm.residual, rmsnorm.final, rope, swiglu).
 std::vector<std::pair<std::string, ops::Problem>> llama_problems(const LlamaConfig& c);
+
+/// Paged decode: the block table, row-major [batch, pages_per_seq]. Sequence b owns the pages
+/// of its first ceil((kv_len_of(b) + 1) / paged_kv) entries; the pool's pages are handed out
+/// in a fixed shuffled order from the model seed (as vLLM's allocator leaves them after churn),
+/// so the table is deliberately not the identity. The entries past a sequence's own pages hold
+/// the pool's free pages: every entry names a distinct real page.
+std::vector<int64_t> llama_block_table(const LlamaConfig& c);
 
 class LlamaModel {
 public:
@@ -49,7 +61,9 @@ public:
 private:
   struct Layer {
     Buf attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down;
-    Buf k_cache, v_cache; // decode: [batch, kv_heads, cache_capacity, head_dim]
+    // Decode: [batch, kv_heads, cache_capacity, head_dim], or paged: the pool of pages
+    // [cache_pages, kv_heads, paged_kv, head_dim].
+    Buf k_cache, v_cache;
   };
   Buf weight(std::vector<int64_t> shape, double center, double half_width);
   Buf act(DType t, std::vector<int64_t> shape);
@@ -62,7 +76,7 @@ private:
   LlamaKernels k_;
   uint64_t next_seed_ = 0;
   size_t weight_bytes_ = 0, activation_bytes_ = 0, cache_bytes_ = 0;
-  Buf ids_, pos_, lens_, embed_, final_norm_, lm_head_;
+  Buf ids_, pos_, lens_, table_, embed_, final_norm_, lm_head_;
   std::vector<Layer> layers_;
   // The residual stream and its ping-pong partner (see above), normed rows, projections.
   Buf x_, x2_, xn_, qkv_, q_tok_, k_tok_, q_rot_, k_rot_, attn_, y_, gu_, h_, logits_;

@@ -22,6 +22,18 @@ int64_t positive(const std::string& key, const std::string& v) {
   return 0;
 }
 
+/// paged_kv=16; which page sizes fit is validate()'s rule, the text only has to be a number.
+int64_t page_size(const std::string& v) {
+  try {
+    size_t pos = 0;
+    long long x = std::stoll(v, &pos);
+    if (pos == v.size() && x >= 0) return x;
+  } catch (const std::exception&) {}
+  user_error() << "model: paged_kv=" << v << " is not a page size; use 16, 32, 64, 128 or 256 "
+               << "(tokens per page), or 0 for a contiguous cache";
+  return 0;
+}
+
 double positive_real(const std::string& key, const std::string& v) {
   try {
     size_t pos = 0;
@@ -44,8 +56,37 @@ std::vector<int64_t> kv_lengths(const std::string& v) {
 
 /// Llama-3.1's context length: a cache position beyond it is no Llama decode step.
 constexpr int64_t kMaxPositions = 131072;
+/// decode_attention's page sizes (its `block` key).
+constexpr int64_t kPageSizes[] = {16, 32, 64, 128, 256};
 /// The rmsnorm operator's epsilon (Llama-3's rms_norm_eps).
 constexpr double kOperatorEps = 1e-5;
+
+/// paged_kv is one of decode_attention's page sizes and no larger than the cache it pages.
+void validate_page_size(const LlamaConfig& c) {
+  const int64_t cap = c.cache_capacity();
+  if (std::find(std::begin(kPageSizes), std::end(kPageSizes), c.paged_kv) == std::end(kPageSizes))
+    user_error() << "model: paged_kv=" << c.paged_kv << " is not a page size decode_attention "
+                 << "takes; use 16, 32, 64, 128 or 256 (powers of two), or 0 for a contiguous "
+                 << "cache";
+  if (c.paged_kv > cap) {
+    std::string fit;
+    for (int64_t p : kPageSizes)
+      if (p <= cap) fit += (fit.empty() ? "" : ", ") + std::to_string(p);
+    user_error() << "model: paged_kv=" << c.paged_kv << " is larger than the whole cache of " << cap
+                 << " entries (the longest kv_len + 1); use "
+                 << (fit.empty() ? "paged_kv=0 (contiguous), or a kv_len of at least 15 (the "
+                                   "smallest page holds 16 tokens)"
+                                 : "a page size up to " + std::to_string(cap) + " (" + fit +
+                                       "), or paged_kv=0 (contiguous)");
+  }
+  // The pool rounds each sequence up to whole pages: it can pass 2^31 where the cache did not.
+  const int64_t pool = c.cache_pages() * c.kv_heads * c.paged_kv * c.head_dim;
+  if (pool >= (int64_t{1} << 31))
+    user_error() << "model: a paged KV pool of " << c.cache_pages() << " pages x " << c.kv_heads
+                 << " kv heads x " << c.paged_kv << " tokens x " << c.head_dim
+                 << " has over 2^31 elements, beyond the kernels' 32-bit indexing; use fewer "
+                 << "sequences, shorter caches or a smaller page size";
+}
 
 } // namespace
 
@@ -75,6 +116,10 @@ int64_t LlamaConfig::cache_capacity() const {
   for (int64_t l : kv_lens)
     longest = std::max(longest, l);
   return longest + 1;
+}
+
+int64_t LlamaConfig::pages_per_seq() const {
+  return paged() ? (cache_capacity() + paged_kv - 1) / paged_kv : 0;
 }
 
 LlamaConfig LlamaConfig::tiny() {
@@ -124,6 +169,12 @@ void LlamaConfig::validate() const {
                     "tested only at such sizes)";
   if (dtype != DType::bf16 && dtype != DType::f16)
     user_error() << "model: dtype " << dtype_name(dtype) << " is not supported; use bf16 or f16";
+  if (paged_kv < 0)
+    user_error() << "model: paged_kv=" << paged_kv << " must be a page size in tokens "
+                 << "(16, 32, 64, 128 or 256), or 0 for a contiguous cache";
+  if (!decode() && paged_kv != 0)
+    user_error() << "model: paged_kv=" << paged_kv << " is a decode setting (the KV cache's "
+                 << "page size); a prefill has no cache: use mode=decode or drop paged_kv";
   if (decode()) {
     if (kv_len <= 0) user_error() << "model: kv_len must be positive, got " << kv_len;
     if (!kv_lens.empty() && static_cast<int64_t>(kv_lens.size()) != batch)
@@ -141,6 +192,7 @@ void LlamaConfig::validate() const {
                    << "sequences or shorter caches (kv_len at most "
                    << ((int64_t{1} << 31) - 1) / (batch * kv_heads * head_dim) - 1
                    << " at this batch)";
+    if (paged()) validate_page_size(*this);
   }
   if (tokens() * std::max(qkv_dim(), 2 * ffn) >= (int64_t{1} << 31))
     user_error() << "model: batch x seq = " << tokens() << " tokens make activations of over 2^31 "
@@ -155,10 +207,12 @@ std::string LlamaConfig::str() const {
       for (int64_t l : kv_lens)
         lens += (lens.empty() ? "" : ":") + std::to_string(l);
     }
+    const std::string cache =
+        paged() ? fmt::format("paged KV, {}-token pages", paged_kv) : "contiguous KV";
     return fmt::format("llama-decode {} layers, batch {}, kv_len {}, hidden {}, heads {}/{}x{}, "
-                       "ffn {}, vocab {}, {}",
+                       "ffn {}, vocab {}, {}, {}",
                        layers, batch, lens, hidden, heads, kv_heads, head_dim, ffn, vocab,
-                       dtype_name(dtype));
+                       dtype_name(dtype), cache);
   }
   return fmt::format("llama-prefill {} layers, batch {} x seq {}, hidden {}, heads {}/{}x{}, "
                      "ffn {}, vocab {}, {} logits, {}",
@@ -210,6 +264,8 @@ LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, Lla
       c.rms_eps = positive_real(k, v);
     else if (k == "rope_theta")
       c.rope_theta = positive_real(k, v);
+    else if (k == "paged_kv")
+      c.paged_kv = page_size(v);
     else if (k == "kv_len") {
       c.kv_lens = kv_lengths(v);
       c.kv_len = *std::max_element(c.kv_lens.begin(), c.kv_lens.end());
@@ -229,9 +285,10 @@ LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv, Lla
       if (!t) user_error() << "model: dtype=" << v << " is unknown; use bf16 or f16";
       c.dtype = *t;
     } else {
-      user_error() << "model: unknown setting '" << k << "'; known: preset, mode, layers, "
-                   << "batch, seq, tokens, kv_len, hidden, heads, kv_heads, head_dim, ffn (mlp), "
-                   << "vocab, eps, rope_theta, rope_scaling, logits, seed, dtype";
+      user_error()
+          << "model: unknown setting '" << k << "'; known: preset, mode, layers, "
+          << "batch, seq, tokens, kv_len, paged_kv, hidden, heads, kv_heads, head_dim, ffn (mlp), "
+          << "vocab, eps, rope_theta, rope_scaling, logits, seed, dtype";
     }
   }
   if (auto it = kv.find("tokens"); it != kv.end()) {

@@ -21,6 +21,11 @@ struct LlamaConfig {
   /// Decode: cache entries before the step, per sequence (kv_lens when ragged, else kv_len).
   int64_t kv_len = 4096;
   std::vector<int64_t> kv_lens;
+  /// Decode: the KV cache's page size in tokens (16, 32, 64, 128 or 256: decode_attention's
+  /// page sizes), or 0 for one contiguous cache per sequence. Paged: each layer's K and V are a
+  /// pool of pages [cache_pages, kv_heads, paged_kv, head_dim] and a block table maps each
+  /// sequence's token j to page table[b][j / paged_kv] (see llama_block_table).
+  int64_t paged_kv = 0;
   int64_t hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128, ffn = 14336, vocab = 128256;
   double rms_eps = 1e-5, rope_theta = 500000.0;
   bool rope_llama3_scaling = false; // Llama-3.1's rope_scaling; Llama-3-8B has none
@@ -45,19 +50,26 @@ struct LlamaConfig {
   int64_t kv_len_of(int64_t b) const;
   /// Decode: cache entries per sequence and layer (the longest cache plus the new token).
   int64_t cache_capacity() const;
+  bool paged() const { return decode() && paged_kv > 0; }
+  /// Paged: block table columns, the pages of the longest sequence (ceil(capacity / paged_kv)).
+  int64_t pages_per_seq() const;
+  /// Paged: pages in each layer's pool, batch x pages_per_seq (decode_attention's table is
+  /// rectangular, so the pool holds a full row for every sequence; see llama_block_table).
+  int64_t cache_pages() const { return batch * pages_per_seq(); }
   /// User error naming the first setting the model cannot run.
   void validate() const;
   /// "llama-prefill 2 layers, batch 1 x seq 2048, ..." or "llama-decode 2 layers, batch 8,
-  /// kv_len 4096, ...".
+  /// kv_len 4096, ..., contiguous KV" ("paged KV, 16-token pages" when paged).
   std::string str() const;
 };
 
 /// Applies `key=value` settings to `base` (preset first when given): preset=llama3-8b|tiny,
 /// mode=prefill|decode, layers, batch, seq, tokens (= batch x seq; sets seq), kv_len (one
-/// length, or batch lengths separated by ':'), hidden, heads, kv_heads, head_dim, ffn (or
-/// mlp), vocab, eps, rope_theta, rope_scaling=none|llama3, logits=last|all, seed, dtype. The
-/// tiny preset in decode mode is tiny_decode(). User error naming an unknown key or a bad
-/// value. head_dim defaults to hidden / heads when hidden or heads change.
+/// length, or batch lengths separated by ':'), paged_kv (decode: page size, 0 = contiguous),
+/// hidden, heads, kv_heads, head_dim, ffn (or mlp), vocab, eps, rope_theta,
+/// rope_scaling=none|llama3, logits=last|all, seed, dtype. The tiny preset in decode mode is
+/// tiny_decode(). User error naming an unknown key or a bad value. head_dim defaults to
+/// hidden / heads when hidden or heads change.
 LlamaConfig parse_llama_config(const std::map<std::string, std::string>& kv,
                                LlamaConfig base = LlamaConfig::llama3_8b());
 

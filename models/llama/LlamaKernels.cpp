@@ -69,6 +69,23 @@ Kernel cache_append(const LlamaConfig& c) {
                 });
 }
 
+Kernel cache_append_paged(const LlamaConfig& c) {
+  const int64_t H = c.heads, Hkv = c.kv_heads, D = c.head_dim, block = c.paged_kv;
+  Dim Bd("B"), MB("max_blocks"), NP("num_blocks");
+  Tensor KR("KR", {Bd, Hkv, D}, c.dtype), QKV("QKV", {Bd, c.qkv_dim()}, c.dtype);
+  Tensor POS("POS", {Bd}, i32), TABLE("TABLE", {Bd, MB}, i32);
+  Tensor KP("KP", {NP, Hkv, block, D}, c.dtype), VP("VP", {NP, Hkv, block, D}, c.dtype);
+  return kernel("llama_cache_append_paged" + std::to_string(block) + heads_suffix(c),
+                {KR, QKV, POS, TABLE, KP, VP}, grid(Bd), threads(kThreads), [&](Var b) {
+                  Var page = let("page", TABLE(b, POS(b) / block));
+                  Var slot = let("slot", POS(b) % block);
+                  parallel({Hkv, D}, [&](Var h, Var d) {
+                    KP(page, h, slot, d) = KR(b, h, d);
+                    VP(page, h, slot, d) = QKV(b, (H + Hkv + h) * D + d);
+                  });
+                });
+}
+
 Kernel merge_heads(const LlamaConfig& c) {
   const int64_t H = c.heads, D = c.head_dim;
   Dim T("T"), Bd("B"), Sd("S");
@@ -93,6 +110,8 @@ Kernel gather_last(const LlamaConfig& c) {
 LlamaKernels::LlamaKernels(const LlamaConfig& c)
     : embedding(models::embedding(c)), split_qk(models::split_qk(c)), to_heads(models::to_heads(c)),
       merge_heads(models::merge_heads(c)), gather_last(models::gather_last(c)),
-      cache_append(models::cache_append(c)) {}
+      cache_append(models::cache_append(c)) {
+  if (c.paged()) cache_append_paged = models::cache_append_paged(c);
+}
 
 } // namespace tp::models

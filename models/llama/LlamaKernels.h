@@ -25,6 +25,10 @@ struct LlamaKernels {
   /// Decode: KR [B, Hkv, D] (rotated), QKV [B, (H + 2 Hkv) D], POS i32 [B] -> KC, VC
   /// [B, Hkv, L, D]: the new token's key and value written at entry POS[b] of each cache.
   Kernel cache_append;
+  /// Paged decode (built only when c.paged()): KR, QKV, POS as above, TABLE i32 [B, MB] -> KP,
+  /// VP [pages, Hkv, block, D]: the new key and value written at slot POS[b] % block of page
+  /// TABLE[b, POS[b] / block].
+  Kernel cache_append_paged;
 
   explicit LlamaKernels(const LlamaConfig& c);
 };

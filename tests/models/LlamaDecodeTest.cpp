@@ -153,7 +153,7 @@ TEST(LlamaDecode, ProblemsAtLlama3SizesAreTheDecodeShapes) {
   EXPECT_EQ(shapes["swiglu"], "I=14336,T=8");
   EXPECT_FALSE(shapes.count("attention"));
   EXPECT_EQ(c.str(), "llama-decode 2 layers, batch 8, kv_len 4096, hidden 4096, heads 32/8x128, "
-                     "ffn 14336, vocab 128256, bf16");
+                     "ffn 14336, vocab 128256, bf16, contiguous KV");
 }
 
 TEST(LlamaDecode, BottleneckIsTheFamilyWithTheLargestShare) {

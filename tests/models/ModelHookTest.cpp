@@ -123,6 +123,11 @@ TEST(ModelHook, ABadDecodeModelSectionFailsTheSpecWithTheSetting) {
     return std::string("no error");
   };
   EXPECT_EQ(spec_error("{path: llama-decode, config: {batch: 8, kv_len: 4096}}"), "no error");
+  EXPECT_EQ(spec_error("{path: llama-decode, config: {batch: 8, kv_len: 4096, paged_kv: 16}}"),
+            "no error");
+  EXPECT_NE(spec_error("{path: llama-decode, config: {paged_kv: 24}}")
+                .find("paged_kv=24 is not a page size decode_attention takes"),
+            std::string::npos);
   EXPECT_NE(spec_error("{path: llama-decode, config: {kv_len: 0}}").find("kv_len=0"),
             std::string::npos);
   EXPECT_NE(spec_error("{path: llama-decode, config: {batch: 0}}").find("batch=0"),

@@ -1,5 +1,5 @@
 // `tilepilot model [--path llama-prefill|llama-decode] [--preset llama3-8b|tiny] [--layers N]
-//  [--batch N] [--seq N] [--kv-len N[:N...]] [--set k=v,...] [--backend cuda|cpu]
+//  [--batch N] [--seq N] [--kv-len N[:N...]] [--paged-kv N] [--set k=v,...] [--backend cuda|cpu]
 //  [--release DIR]... [--ops OP,OP] [--pin-defaults] [--disable LIB,...] [--runs N]
 //  [--warmup N] [--atol X] [--rtol X] [--json]`
 //
@@ -35,8 +35,8 @@ void add_model_command(CLI::App& app, int* rc) {
       "model", "run a Llama prefill or decode step with the pinned kernels and with the "
                "fallbacks, and compare");
   struct Args {
-    std::string path = "llama-prefill", preset = "llama3-8b", kv_len, set, backend = "cuda", ops,
-                disable;
+    std::string path = "llama-prefill", preset = "llama3-8b", kv_len, paged_kv, set,
+                backend = "cuda", ops, disable;
     int64_t layers = 0, batch = 0, seq = 0;
     std::vector<std::string> releases;
     bool pin_defaults = false, json = false;
@@ -53,8 +53,12 @@ void add_model_command(CLI::App& app, int* rc) {
   cmd->add_option("--kv-len", a->kv_len,
                   "decode: cached tokens per sequence (default 4096), or one per sequence "
                   "separated by ':'");
+  cmd->add_option("--paged-kv", a->paged_kv,
+                  "decode: a paged KV cache with pages of N tokens (16, 32, 64, 128 or 256; "
+                  "default 0: contiguous)");
   cmd->add_option("--set", a->set,
-                  "more model settings, e.g. hidden=2048,heads=16,kv_heads=4,ffn=8192,logits=all");
+                  "more model settings, e.g. hidden=2048,heads=16,kv_heads=4,ffn=8192,logits=all "
+                  "(prefill), paged_kv=16 (decode)");
   cmd->add_option("--backend", a->backend, "cuda (default) | cpu (interpreter; tiny models)");
   cmd->add_option("--release", a->releases, "a pilot release/ folder (repeat per operator)");
   cmd->add_option("--ops", a->ops,
@@ -88,6 +92,7 @@ void add_model_command(CLI::App& app, int* rc) {
                    << "; give one of them";
     if (!kv.count("mode")) kv["mode"] = mode;
     if (cmd->count("--kv-len")) kv["kv_len"] = a->kv_len;
+    if (cmd->count("--paged-kv")) kv["paged_kv"] = a->paged_kv;
     if (cmd->count("--layers")) kv["layers"] = std::to_string(a->layers);
     if (cmd->count("--batch")) kv["batch"] = std::to_string(a->batch);
     if (cmd->count("--seq")) kv["seq"] = std::to_string(a->seq);
