@@ -164,13 +164,16 @@ Release load_release(const std::string& dir) {
   Release r;
   r.dir = dir;
   r.manifest = read_json(dir + "/manifest.json");
-  if (r.manifest.value("format", "") != kReleaseFormat)
+  // Compared as JSON: value("format", "") throws on a manifest that is not an object or a
+  // format that is not a string.
+  if (!r.manifest.is_object() || !r.manifest.contains("format") ||
+      r.manifest["format"] != kReleaseFormat)
     user_error() << dir << "/manifest.json: format is not " << kReleaseFormat
                  << "; pass a release/ folder written by `tilepilot pilot`";
   verify_files(dir, r.manifest);
-  r.op = r.manifest.at("operator").get<std::string>();
-  r.device = r.manifest.at("device").get<std::string>();
   try {
+    r.op = r.manifest.at("operator").get<std::string>();
+    r.device = r.manifest.at("device").get<std::string>();
     nlohmann::json pinned = read_json(dir + "/pinned.json");
     for (const auto& e : pinned.at("entries")) {
       PinnedEntry p;

@@ -4,6 +4,7 @@
 #include "Mutate.h"
 
 #include <cctype>
+#include <nlohmann/json.hpp>
 
 namespace tp::fuzz {
 namespace {
@@ -177,11 +178,65 @@ void mutate_once(std::string& s, const std::vector<std::string>& others, Rng& rn
   }
 }
 
+void collect(nlohmann::json& j, std::vector<nlohmann::json*>& out) {
+  out.push_back(&j);
+  if (j.is_structured())
+    for (auto& child : j)
+      collect(child, out);
+}
+
+/// Structure-aware edits of a JSON input: a value of another type or past a limit where the
+/// reader expects one kind (what text edits rarely make without breaking the syntax), a copy of
+/// another node, or a key or element removed.
+std::string mutate_json(nlohmann::json j, Rng& rng) {
+  static const nlohmann::json values[] = {0,
+                                          -1,
+                                          2.5,
+                                          1e19,
+                                          -1e19,
+                                          1e300,
+                                          9223372036854775807LL,
+                                          18446744073709551615ULL,
+                                          "",
+                                          "x",
+                                          "bf16",
+                                          nlohmann::json::array(),
+                                          nlohmann::json::object(),
+                                          nullptr,
+                                          true};
+  for (size_t n = 1 + below(rng, 3); n > 0; --n) {
+    std::vector<nlohmann::json*> nodes;
+    collect(j, nodes);
+    nlohmann::json& at = *nodes[below(rng, nodes.size())];
+    switch (below(rng, 3)) {
+    case 0:
+      at = values[below(rng, sizeof values / sizeof *values)];
+      break;
+    case 1:
+      at = nlohmann::json(*nodes[below(rng, nodes.size())]); // copy first: it may be inside `at`
+      break;
+    default:
+      if (at.is_object() && !at.empty())
+        at.erase(std::next(at.begin(), static_cast<long>(below(rng, at.size()))).key());
+      else if (at.is_array() && !at.empty())
+        at.erase(at.begin() + static_cast<long>(below(rng, at.size())));
+    }
+  }
+  return j.dump(below(rng, 2) ? 2 : -1);
+}
+
 } // namespace
 
 std::string mutate(const std::string& seed, const std::vector<std::string>& others, Rng& rng,
                    size_t max_size) {
   std::string s = seed;
+  if (below(rng, 2)) { // half the mutants of a JSON seed are edited as JSON
+    nlohmann::json j = nlohmann::json::parse(seed, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_discarded()) {
+      s = mutate_json(std::move(j), rng);
+      if (below(rng, 2)) return s.size() > max_size ? s.substr(0, max_size) : s;
+    }
+  }
   for (size_t n = 1 + below(rng, 4); n > 0; --n) {
     mutate_once(s, others, rng);
     if (s.size() > max_size) s.resize(max_size);

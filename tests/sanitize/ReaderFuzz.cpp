@@ -35,6 +35,7 @@ using Clock = std::chrono::steady_clock;
 // What is running now, for the death callback and the watchdog (which run outside the loop).
 struct Current {
   std::string target, scratch;
+  const char* phase = "iteration"; // or "seed": iteration is then the seed's index
   const std::string* input = nullptr;
   long iteration = -1;
   std::atomic<int64_t> started_ns{0}; // 0: no input running
@@ -49,10 +50,10 @@ std::string save_input(const char* why) {
     std::fclose(f);
   }
   std::fprintf(stderr,
-               "reader_fuzz: %s: %s on iteration %ld; the input is saved in %s\n"
+               "reader_fuzz: %s: %s on %s %ld; the input is saved in %s\n"
                "  replay it: reader_fuzz --target %s --replay %s\n",
-               g_now.target.c_str(), why, g_now.iteration, path.c_str(), g_now.target.c_str(),
-               path.c_str());
+               g_now.target.c_str(), why, g_now.phase, g_now.iteration, path.c_str(),
+               g_now.target.c_str(), path.c_str());
   return path;
 }
 
@@ -190,7 +191,7 @@ int fuzz(const Args& a) {
     const Seed& s = t->seeds[i];
     texts.push_back(s.text);
     valid += s.valid;
-    g_now.target = t->name + "-seed";
+    g_now.phase = "seed";
     if (run_one(*t, s.text, static_cast<long>(i)) == Outcome::refused && s.valid) {
       std::cerr << "reader_fuzz: " << t->name << ": the valid seed " << s.origin << " is refused ("
                 << g_last_refusal << "); fix the seed or the reader\n";
@@ -201,7 +202,7 @@ int fuzz(const Args& a) {
     std::cerr << "reader_fuzz: " << t->name << " has no valid seed\n";
     return 1;
   }
-  g_now.target = t->name;
+  g_now.phase = "iteration";
   long accepted = 0;
   for (long i = 0; i < a.iterations; ++i) {
     // One generator per iteration, so that iteration i replays without the ones before it.
