@@ -4,7 +4,10 @@
 #include <cctype>
 #include <xxhash.h>
 
+#include "release/Files.h"
+#include "release/ReleaseManifest.h"
 #include "tilepilot/error.h"
+#include <limits>
 #include <set>
 
 namespace tp::autotune {
@@ -86,16 +89,24 @@ std::optional<TuneKey> TuneKey::from_json(const nlohmann::json& j, std::string* 
     TuneKey k;
     j.at("op").get_to(k.op);
     j.at("dtype").get_to(k.dtype);
-    j.at("shape").get_to(k.shape);
+    // Integers through int_from_json: a 1e19 or 2.5 is refused, not converted (undefined
+    // behaviour for a double past int64).
+    for (const auto& [key, v] : j.at("shape").items())
+      k.shape[key] = release::int_from_json(v, "tuning key", "shape." + key);
     j.at("options").get_to(k.options);
     j.at("gpu").get_to(k.gpu);
     j.at("arch").get_to(k.arch);
-    j.at("sm_count").get_to(k.sm_count);
+    int64_t sms = release::int_from_json(j.at("sm_count"), "tuning key", "sm_count");
+    if (sms < 0 || sms > std::numeric_limits<int>::max())
+      throw std::runtime_error("sm_count " + std::to_string(sms) + " is out of range");
+    k.sm_count = static_cast<int>(sms);
     j.at("driver").get_to(k.driver);
     j.at("tilepilot").get_to(k.tilepilot);
     return k;
-  } catch (const nlohmann::json::exception& e) {
-    if (why) *why = std::string("not a tuning key: ") + e.what();
+  } catch (const std::exception& e) {
+    std::string w = release::plain_error_text(e);
+    if (w.rfind("error: ", 0) == 0) w = w.substr(7); // a user error's prefix, mid-sentence
+    if (why) *why = "not a tuning key: " + w;
     return std::nullopt;
   }
 }

@@ -18,6 +18,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "release/Files.h"
+#include "release/ReleaseManifest.h"
 #include "runtime/TempFiles.h"
 #include "tilepilot/error.h"
 
@@ -96,14 +98,14 @@ nlohmann::json DbEntry::to_json() const {
 std::optional<DbEntry> DbEntry::from_json(const nlohmann::json& j, std::string* why) {
   try {
     if (!j.is_object()) throw std::runtime_error("the entry is not a JSON object");
-    if (j.at("format").get<int>() != kFormat)
+    if (j.at("format") != kFormat) // compared as JSON: get<int>() of 1e30 is undefined
       throw std::runtime_error("format " + j.at("format").dump() + " is not " +
                                std::to_string(kFormat));
     DbEntry e;
     std::optional<TuneKey> k = TuneKey::from_json(j.at("key"), why);
     if (!k) return std::nullopt;
     e.key = *k;
-    j.at("config").get_to(e.config);
+    e.config = release::config_from_json(j.at("config"), "tuning entry");
     if (e.config.empty()) throw std::runtime_error("the config is empty");
     e.ms_median = j.value("ms_median", -1.0);
     e.default_ms_median = j.value("default_ms_median", -1.0);
@@ -112,7 +114,11 @@ std::optional<DbEntry> DbEntry::from_json(const nlohmann::json& j, std::string* 
     if (j.contains("extra")) e.extra = j.at("extra");
     return e;
   } catch (const std::exception& e) {
-    if (why) *why = e.what();
+    // The reason is printed as "ignoring tuning entry F: <why>": the message alone, without a
+    // JSON library's exception tag or a user error's "error: ".
+    std::string w = release::plain_error_text(e);
+    if (w.rfind("error: ", 0) == 0) w = w.substr(7);
+    if (why) *why = w;
     return std::nullopt;
   }
 }

@@ -32,6 +32,24 @@ std::string describe(const nlohmann::json& r) {
   return os.str();
 }
 
+/// The failure record is only printed and compared, but an edited one must still be refused
+/// with the file named rather than throw (or overflow) in describe(): every field it reads has
+/// its type, and integers fit.
+void check_failure_record(const nlohmann::json& f, const std::string& file) {
+  auto bad = [&](const char* key, const char* kind) {
+    user_error() << file << ": failure." << key << " " << f[key].dump() << " is not " << kind
+                 << "; rerun the pilot to write the reproducer again";
+  };
+  for (const char* k : {"op", "shape", "dtype", "backend", "config", "first_bad"})
+    if (f.contains(k) && !f[k].is_string()) bad(k, "a string");
+  for (const char* k : {"max_abs_err", "rel_l2_err", "atol", "rtol"})
+    if (f.contains(k) && !f[k].is_number()) bad(k, "a number");
+  if (f.contains("passed") && !f["passed"].is_boolean()) bad("passed", "true or false");
+  if (f.contains("seed") && !f["seed"].is_number_unsigned()) bad("seed", "a non-negative integer");
+  for (const char* k : {"bad_elements", "checked_elements", "blocks_checked", "blocks_total"})
+    if (f.contains(k)) release::int_from_json(f[k], file, std::string("failure.") + k);
+}
+
 } // namespace
 
 ops::CheckResult run_case(const ReproCase& c, const Backends& b) {
@@ -74,7 +92,7 @@ ReproCase repro_case_from_json(const nlohmann::json& j, const std::string& file)
   try {
     ReproCase c;
     c.problem = release::problem_from_json(j.at("problem"), file);
-    c.config = j.at("config").get<ops::Config>();
+    c.config = release::config_from_json(j.at("config"), file);
     // Seeds are unsigned: a negative or fractional one would silently replay another input.
     if (!j.at("seed").is_number_unsigned())
       user_error() << file << ": case.seed " << j.at("seed").dump()
@@ -144,8 +162,7 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
                       nlohmann::json{{"not_produced", reason}}.dump(2) + "\n");
 }
 
-int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
-                 const std::string& backend) {
+ReproFile read_repro(const std::string& dir) {
   std::string file = dir + "/repro.json";
   nlohmann::json j;
   try {
@@ -154,18 +171,31 @@ int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
     user_error() << file << " is not valid JSON (" << release::plain_error_text(e)
                  << "); rerun the pilot to write the reproducer again";
   }
-  if (!j.is_object() || j.value("format", "") != kFormat)
+  // Compared as JSON: value("format", "") would throw on a format that is not a string.
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormat)
     user_error() << file << ": not a reproducer (format is not " << kFormat
                  << "); pass the repro/ folder that a pilot wrote";
   for (const char* key : {"case", "failure"})
     if (!j.contains(key) || !j[key].is_object())
       user_error() << file << ": the reproducer has no \"" << key
                    << "\" object; rerun the pilot to write the reproducer again";
-  ReproCase c = repro_case_from_json(j.at("case"), file);
+  ReproFile r;
+  r.c = repro_case_from_json(j.at("case"), file);
+  r.failure = j.at("failure");
+  check_failure_record(r.failure, file);
+  r.recorded = describe(r.failure);
+  return r;
+}
+
+int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
+                 const std::string& backend) {
+  ReproFile f = read_repro(dir);
+  ReproCase& c = f.c;
+  const nlohmann::json& recorded = f.failure;
   if (!backend.empty()) c.backend = backend;
   if (!c.fault.empty())
     out << "note: test-only fault '" << c.fault << "' is injected into this kernel\n";
-  out << "recorded: " << describe(j.at("failure")) << "\n";
+  out << "recorded: " << f.recorded << "\n";
   ops::CheckResult r = run_case(c, b);
   nlohmann::json now = ops::to_json(r);
   out << "now:      " << describe(now) << "\n";
@@ -173,8 +203,8 @@ int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,
     out << "the case now passes\n";
     return 0;
   }
-  bool same = j.at("failure").value("first_bad", "") == now.value("first_bad", "") &&
-              j.at("failure").value("bad_elements", -1) == now.value("bad_elements", -2);
+  bool same = recorded.value("first_bad", "") == now.value("first_bad", "") &&
+              recorded.value("bad_elements", int64_t{-1}) == now.value("bad_elements", int64_t{-2});
   out << (same ? "the case still fails, with the same failure\n"
                : "the case still fails, differently from the recorded failure\n");
   return 1;

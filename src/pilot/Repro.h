@@ -40,6 +40,15 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
                  const Backends& b, const nlohmann::json& shrink, const std::string& exe,
                  const std::string& final_dir = "");
 
+/// A reproducer folder's repro.json as replay reads it: the case, the recorded failure and its
+/// one-line description. User error naming the file and what is wrong with it.
+struct ReproFile {
+  ReproCase c;
+  nlohmann::json failure;
+  std::string recorded; // the failure described, as replay prints it
+};
+ReproFile read_repro(const std::string& dir);
+
 /// Replays `dir`: prints the result next to the recorded one. Returns 1 when the case still
 /// fails, 0 when it now passes. `backend` overrides the recorded backend when not empty.
 int replay_repro(const std::string& dir, const Backends& b, std::ostream& out,

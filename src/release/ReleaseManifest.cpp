@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "release/Files.h"
 
@@ -104,7 +105,7 @@ ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where
       user_error() << where << ": dtype " << j.at("dtype") << " is unknown; use bf16, f16 or f32";
     std::map<std::string, std::string> kv;
     for (const auto& [k, v] : j.at("shape").items())
-      kv[k] = std::to_string(v.get<int64_t>());
+      kv[k] = std::to_string(int_from_json(v, where, "shape." + k));
     const nlohmann::json options = j.value("options", nlohmann::json::object());
     for (const auto& [k, v] : options.items())
       kv[k] = v.get<std::string>();
@@ -114,6 +115,25 @@ ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where
                  << "); a problem is {op, dtype, shape: {key: int}, options: {key: str}}";
     throw;
   }
+}
+
+int64_t int_from_json(const nlohmann::json& v, const std::string& where, const std::string& what) {
+  bool fits = v.is_number_integer() &&
+              (!v.is_number_unsigned() ||
+               v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  if (!fits)
+    user_error() << where << ": " << what << " " << v.dump()
+                 << " is not an integer (a whole number below 2^63)";
+  return v.get<int64_t>();
+}
+
+ops::Config config_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object())
+    user_error() << where << ": config " << j.dump() << " is not an object {knob: integer}";
+  ops::Config c;
+  for (const auto& [k, v] : j.items())
+    c[k] = int_from_json(v, where, "config." + k);
+  return c;
 }
 
 const PinnedEntry* Release::find(const std::string& arch, const ops::Problem& p,
@@ -144,18 +164,21 @@ Release load_release(const std::string& dir) {
   Release r;
   r.dir = dir;
   r.manifest = read_json(dir + "/manifest.json");
-  if (r.manifest.value("format", "") != kReleaseFormat)
+  // Compared as JSON: value("format", "") throws on a manifest that is not an object or a
+  // format that is not a string.
+  if (!r.manifest.is_object() || !r.manifest.contains("format") ||
+      r.manifest["format"] != kReleaseFormat)
     user_error() << dir << "/manifest.json: format is not " << kReleaseFormat
                  << "; pass a release/ folder written by `tilepilot pilot`";
   verify_files(dir, r.manifest);
-  r.op = r.manifest.at("operator").get<std::string>();
-  r.device = r.manifest.at("device").get<std::string>();
   try {
+    r.op = r.manifest.at("operator").get<std::string>();
+    r.device = r.manifest.at("device").get<std::string>();
     nlohmann::json pinned = read_json(dir + "/pinned.json");
     for (const auto& e : pinned.at("entries")) {
       PinnedEntry p;
       p.problem = problem_from_json(e.at("problem"), dir + "/pinned.json");
-      p.config = e.at("config").get<ops::Config>();
+      p.config = config_from_json(e.at("config"), dir + "/pinned.json");
       p.source_file = e.value("source", "");
       p.cubin_file = e.value("cubin", "");
       r.pinned.push_back(p);

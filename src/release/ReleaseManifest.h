@@ -22,6 +22,11 @@ nlohmann::json problem_to_json(const ops::Problem& p);
 std::string file_list_hash(const nlohmann::json& files);
 /// User error naming `where` when the JSON is not a valid problem.
 ops::Problem problem_from_json(const nlohmann::json& j, const std::string& where);
+/// A JSON integer; user error naming `where` and `what` for anything else. A fraction, 1e30 or
+/// a number past int64 is refused, never truncated or overflowed (undefined behaviour).
+int64_t int_from_json(const nlohmann::json& v, const std::string& where, const std::string& what);
+/// A config object {knob: integer}, as int_from_json reads each value.
+ops::Config config_from_json(const nlohmann::json& j, const std::string& where);
 
 struct PinnedEntry {
   ops::Problem problem;
