@@ -70,6 +70,21 @@ TEST(Nvrtc, EffectiveOptionsAddDefaultsOnlyWhenUnset) {
   EXPECT_EQ(std::find(p.begin(), p.end(), "-Xptxas=-v"), p.end());
 }
 
+TEST(Nvrtc, MinimalPreludeIsDefaultWhereSupportedAndNeverTwice) {
+  int major = 0, minor = 0;
+  std::sscanf(nvrtc_version().c_str(), "%d.%d", &major, &minor);
+  const bool supported = major > 12 || (major == 12 && minor >= 4);
+  auto o = nvrtc_effective_options("sm_90a", {});
+  EXPECT_EQ(std::count(o.begin(), o.end(), "-minimal"), supported ? 1 : 0) << nvrtc_version();
+  auto given = nvrtc_effective_options("sm_90a", {"--minimal"});
+  EXPECT_EQ(std::count(given.begin(), given.end(), "-minimal"), 0);
+  EXPECT_EQ(std::count(given.begin(), given.end(), "--minimal"), 1);
+  // The option is part of the effective options, hence of every kernel cache key, and the
+  // compile with it still runs ptxas (resource report present).
+  CompileOutput out = nvrtc_compile(test::scale_kernel(), "scale", "sm_90a", {});
+  EXPECT_GT(resource_usage(out.log).registers, 0) << out.log;
+}
+
 TEST(Nvrtc, BothPtxasVerboseSpellingsReportResources) {
   for (const char* opt : {"-Xptxas=-v", "--ptxas-options=-v"}) {
     CompileOutput out = nvrtc_compile(test::scale_kernel(), "scale", "sm_90a", {opt});
