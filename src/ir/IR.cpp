@@ -84,6 +84,13 @@ Region whole(const Buffer& b) {
   return r;
 }
 
+bool is_whole(const Region& r) {
+  if (r.buffer->scope == Scope::global || r.extent != r.buffer->const_shape()) return false;
+  for (const Expr& m : r.min)
+    if (!m.as_int() || *m.as_int() != 0) return false;
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 Expr IntImm::make(int64_t v) { return Expr(std::make_shared<IntImm>(v)); }

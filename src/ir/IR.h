@@ -116,6 +116,9 @@ struct Region {
 };
 /// The whole of a tile buffer.
 Region whole(const Buffer& b);
+/// Does r cover its whole tile buffer, from 0 to its constant extent? Never for a tensor: its
+/// shape is symbolic.
+bool is_whole(const Region& r);
 
 // ---------------------------------------------------------------------------------------------
 // Expressions.

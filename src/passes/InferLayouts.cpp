@@ -50,14 +50,6 @@ const SharedLayout& LayoutInfo::shared_layout(const Buffer& b) const {
 
 namespace {
 
-bool is_whole(const ir::Region& r) {
-  std::vector<int64_t> s = r.buffer->const_shape();
-  if (r.extent != s) return false;
-  for (const Expr& m : r.min)
-    if (!m.as_int() || *m.as_int() != 0) return false;
-  return true;
-}
-
 bool is_var(const Expr& e, const Var& v) {
   const auto* a = ir::as<ir::Variable>(e);
   const auto* b = ir::as<ir::Variable>(v);
@@ -362,7 +354,7 @@ private:
       const ir::Region &src = cp->src, &dst = cp->dst;
       const ir::Region* g = src.buffer->scope == Scope::global ? &src : &dst;
       const ir::Region* f = g == &src ? &dst : &src;
-      if (g->buffer->scope != Scope::global || !is_elementwise(f->buffer) || !is_whole(*f))
+      if (g->buffer->scope != Scope::global || !is_elementwise(f->buffer) || !ir::is_whole(*f))
         continue;
       const FragmentLayout& l = info_.fragments.at(f->buffer->uid);
       if (l.kind == FragmentLayout::Kind::rows || l.vec < 2) continue;
@@ -427,7 +419,7 @@ private:
     GemmKind kind = GemmKind::simt;
     const Buffer &A = g->a.buffer, &B = g->b.buffer, &C = g->c.buffer;
     bool f16 = A->dtype == DType::bf16 || A->dtype == DType::f16;
-    bool whole = is_whole(g->a) && is_whole(g->b) && is_whole(g->c);
+    bool whole = ir::is_whole(g->a) && ir::is_whole(g->b) && ir::is_whole(g->c);
     std::vector<int64_t> cs = C->const_shape();
     int64_t M = cs[0], N = cs[1];
     int64_t K = g->trans_a ? g->a.extent[0] : g->a.extent[1];
@@ -504,8 +496,8 @@ private:
     }
     if (const auto* cp = ir::as<ir::Copy>(s)) {
       const Buffer &a = cp->src.buffer, &b = cp->dst.buffer;
-      if (a->scope == Scope::fragment && b->scope == Scope::fragment && is_whole(cp->src) &&
-          is_whole(cp->dst)) {
+      if (a->scope == Scope::fragment && b->scope == Scope::fragment && ir::is_whole(cp->src) &&
+          ir::is_whole(cp->dst)) {
         if (const FragmentLayout* l = layout_of(a)) changed |= assign(b, *l, cp->loc, "this copy");
         if (const FragmentLayout* l = layout_of(b)) changed |= assign(a, *l, cp->loc, "this copy");
       }

@@ -106,14 +106,6 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
   return unrolled_for(q, l.regs_per_thread() / vec, when_valid(cx, l, r0, body));
 }
 
-/// Is r a whole tile (tensors are never whole: their shapes are symbolic)?
-bool is_whole(const ir::Region& r) {
-  if (r.buffer->scope == Scope::global || r.extent != r.buffer->const_shape()) return false;
-  for (const Expr& m : r.min)
-    if (!m.as_int() || *m.as_int() != 0) return false;
-  return true;
-}
-
 /// A register's place in a region of its fragment: whether the register's element lies in the
 /// region, and its squeezed coordinates within the region (the copy's coordinates). A thread
 /// holds registers inside and outside any region, so region copies guard each register.
@@ -284,7 +276,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   const Buffer &S = src.buffer, &D = dst.buffer;
   bool sreg = cx.layouts.in_registers(S), dreg = cx.layouts.in_registers(D);
   Var r("r");
-  const bool swhole = is_whole(src), dwhole = is_whole(dst);
+  const bool swhole = ir::is_whole(src), dwhole = ir::is_whole(dst);
   if (D->scope == Scope::local && sreg)
     user_error(op->loc) << "copy from register fragment '" << S->name << "' to local tile '"
                         << D->name << "': every thread holds all of a local tile but only some "
@@ -385,7 +377,7 @@ ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op) {
     const FragmentLayout& l = cx.layouts.fragment(dst.buffer);
     ir::Stmt s = ir::Store::make(cx.reg(dst.buffer), l.reg_index(r), v, {});
     // A region of the fragment: registers outside it keep their values.
-    if (!is_whole(dst)) s = if_then(in_region(cx, dst, coords(cx, l, r)).inside, s);
+    if (!ir::is_whole(dst)) s = if_then(in_region(cx, dst, coords(cx, l, r)).inside, s);
     return unrolled_for(r, l.regs_per_thread(), s);
   }
   std::vector<int64_t> ext;

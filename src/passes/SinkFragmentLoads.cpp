@@ -13,14 +13,6 @@ namespace {
 using ir::Buffer;
 using ir::Scope;
 
-bool is_whole(const ir::Region& r) {
-  std::vector<int64_t> s = r.buffer->const_shape();
-  if (r.extent != s) return false;
-  for (const Expr& m : r.min)
-    if (!m.as_int() || *m.as_int() != 0) return false;
-  return true;
-}
-
 /// Every Load of a buffer, by uid, and every buffer a statement list touches.
 class Loads : public ir::IRVisitor {
 public:
@@ -87,7 +79,7 @@ private:
       Candidate& cd = cand_[f->uid];
       ++cd.copies;
       cd.copy = c;
-      if (c->src.buffer->scope != Scope::global || !is_whole(c->dst)) cd.rejected = true;
+      if (c->src.buffer->scope != Scope::global || !ir::is_whole(c->dst)) cd.rejected = true;
     } else if (const auto* st = ir::as<ir::Store>(s)) {
       write(st->buffer);
       reject(st->buffer);

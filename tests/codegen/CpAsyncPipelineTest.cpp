@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "DifferentialCases.h"
+#include "PipelinedGemv.h"
 #include "codegen/cpu/Interpreter.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "compile/CudaKernel.h"
@@ -34,22 +35,8 @@ Kernel gemm_op(int stages, int64_t bk = 32) {
       {{"bm", 128}, {"bn", 128}, {"bk", bk}, {"stages", stages}, {"threads", 128}});
 }
 
-/// y = A x with A's [16, 64] tile and x's 1-d [64] slice in shared memory, f32 output.
 Kernel gemv(int stages) {
-  Dim M("M"), K("K");
-  Tensor A("A", {M, K}, bf16), X("x", {K}, bf16), Y("y", {M}, f32);
-  return kernel("gemv_shared", {A, X, Y}, grid(ceildiv(M, 16)), threads(128), [&](Var by) {
-    Tile as = alloc_shared({16, 64}, bf16), xs = alloc_shared({64}, bf16);
-    Tile part = alloc_fragment({16, 64}, f32), y = alloc_fragment({16}, f32);
-    clear(part);
-    pipelined(ceildiv(K, 64), stages, [&](Var k) {
-      copy(A.tile(by * 16, k * 64), as);
-      copy(X.tile(k * 64), xs);
-      parallel({16, 64}, [&](Var i, Var j) { part(i, j) = part(i, j) + as(i, j) * xs(j); });
-    });
-    reduce_sum(part, y, 1);
-    copy(y, Y.tile(by * 16));
-  });
+  return tp::testing::pipelined_gemv(stages);
 }
 
 void expect_cp_async_compiles(const Kernel& k, const std::string& arch, int stages) {

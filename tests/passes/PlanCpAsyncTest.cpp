@@ -4,6 +4,7 @@
 // `show` prints when a loop stays serial.
 #include <gtest/gtest.h>
 
+#include "PipelinedGemv.h"
 #include "compile/Lower.h"
 #include "ops/gemm/GemmOp.h"
 #include "passes/FlattenLets.h"
@@ -38,22 +39,8 @@ Kernel gemm(int stages) {
       {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", stages}, {"threads", 128}});
 }
 
-/// y = A x through shared tiles: A's [bm, bk] tile and x's 1-d [bk] slice, which TMA cannot take.
 Kernel gemv(int stages) {
-  Dim M("M"), K("K");
-  Tensor A("A", {M, K}, bf16), X("x", {K}, bf16), Y("y", {M}, f32);
-  return kernel("gemv", {A, X, Y}, grid(ceildiv(M, 16)), threads(128), [&](Var by) {
-    Tile as = alloc_shared({16, 64}, bf16), xs = alloc_shared({64}, bf16);
-    Tile part = alloc_fragment({16, 64}, f32), y = alloc_fragment({16}, f32);
-    clear(part);
-    pipelined(ceildiv(K, 64), stages, [&](Var k) {
-      copy(A.tile(by * 16, k * 64), as);
-      copy(X.tile(k * 64), xs);
-      parallel({16, 64}, [&](Var i, Var j) { part(i, j) = part(i, j) + as(i, j) * xs(j); });
-    });
-    reduce_sum(part, y, 1);
-    copy(y, Y.tile(by * 16));
-  });
+  return tp::testing::pipelined_gemv(stages);
 }
 
 /// A gemm whose A row comes from an index tile the loop itself fills (idx_in_loop), or from a
