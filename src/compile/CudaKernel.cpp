@@ -210,7 +210,6 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
       v.map_args.push_back(args.at(p.param));
     }
   }
-  std::vector<CUtensorMap> maps = v.maps;
   std::vector<CUdeviceptr> ptrs;
   std::vector<int> dims;
   for (const DeviceTensor& t : args)
@@ -220,7 +219,7 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
   std::vector<void*> params;
   for (auto& p : ptrs)
     params.push_back(&p);
-  for (auto& m : maps)
+  for (auto& m : v.maps)
     params.push_back(&m);
   for (auto& d : dims)
     params.push_back(&d);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/IRVisitor.h"
+#include "passes/BufferAccesses.h"
 
 namespace tp::passes {
 
@@ -33,73 +34,18 @@ ir::Stmt barrier() {
   return ir::Evaluate::make(ir::Intrinsic::make("tp.barrier", {}, DType::i32, {}, false));
 }
 
-class Collect : public ir::IRVisitor {
-public:
-  Collect(const LayoutInfo& l, const std::set<uint64_t>& skip) : l_(l), skip_(skip) {}
-  Accesses acc;
-
-public:
-  using IRVisitor::visit;
-
-protected:
-  bool tracked(const ir::Buffer& b) const { return l_.in_shared(b) && !skip_.count(b->uid); }
-  void read(const ir::Buffer& b) {
-    if (tracked(b)) acc.reads.insert(b->uid);
-  }
-  void write(const ir::Buffer& b) {
-    if (tracked(b)) acc.writes.insert(b->uid);
-  }
-  void visit(const ir::Load* op) override {
-    read(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Store* op) override {
-    write(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::AtomicAdd* op) override {
-    write(op->buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Copy* op) override {
-    read(op->src.buffer);
-    write(op->dst.buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Gemm* op) override {
-    read(op->a.buffer);
-    read(op->b.buffer);
-    read(op->c.buffer);
-    write(op->c.buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Fill* op) override {
-    write(op->dst.buffer);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Reduce* op) override {
-    read(op->src);
-    read(op->dst);
-    write(op->dst);
-  }
-  void visit(const ir::Print* op) override {
-    if (op->tile) read(op->tile);
-    IRVisitor::visit(op);
-  }
-
-private:
-  const LayoutInfo& l_;
-  const std::set<uint64_t>& skip_;
-};
-
 class Inserter : public ir::IRMutator {
 public:
   Inserter(const LayoutInfo& l, std::set<uint64_t> skip) : l_(l), skip_(std::move(skip)) {}
 
+  /// The statement's accesses of the shared buffers barriers order (not the skipped ones).
   Accesses accesses(const ir::Stmt& s) {
-    Collect c(l_, skip_);
-    c.visit(s);
-    return c.acc;
+    BufferAccesses all = buffer_accesses(s);
+    Accesses a;
+    for (const auto& [from, to] : {std::pair{&all.reads, &a.reads}, {&all.writes, &a.writes}})
+      for (uint64_t uid : *from)
+        if (l_.in_shared(all.buffers.at(uid)) && !skip_.count(uid)) to->insert(uid);
+    return a;
   }
 
   /// Inserts barriers into a statement list; `pending` holds the accesses since the last

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "ir/IRVisitor.h"
+#include "passes/BufferAccesses.h"
 #include "passes/PlanPipeline.h"
 
 namespace tp::passes {
@@ -32,65 +33,6 @@ struct Reads : ir::IRVisitor {
   }
 };
 
-/// Uids of the buffers a statement writes (copies, stores, fills, atomics, gemm and reduce
-/// results).
-std::set<uint64_t> written_buffers(const ir::Stmt& s) {
-  std::set<uint64_t> w;
-  ir::for_each_stmt(s, [&](const ir::Stmt& x) {
-    if (const auto* c = ir::as<ir::Copy>(x)) w.insert(c->dst.buffer->uid);
-    if (const auto* st = ir::as<ir::Store>(x)) w.insert(st->buffer->uid);
-    if (const auto* a = ir::as<ir::AtomicAdd>(x)) w.insert(a->buffer->uid);
-    if (const auto* f = ir::as<ir::Fill>(x)) w.insert(f->dst.buffer->uid);
-    if (const auto* g = ir::as<ir::Gemm>(x)) w.insert(g->c.buffer->uid);
-    if (const auto* r = ir::as<ir::Reduce>(x)) w.insert(r->dst->uid);
-  });
-  return w;
-}
-
-/// Does statement s read or write buffer `uid` (any access: loads, stores, tile ops)?
-bool touches(const ir::Stmt& s, uint64_t uid) {
-  struct Touch : ir::IRVisitor {
-    using ir::IRVisitor::visit;
-    uint64_t uid;
-    bool hit = false;
-    void visit(const ir::Load* l) override {
-      hit |= l->buffer->uid == uid;
-      ir::IRVisitor::visit(l);
-    }
-    void visit(const ir::Store* st) override {
-      hit |= st->buffer->uid == uid;
-      ir::IRVisitor::visit(st);
-    }
-    void visit(const ir::AtomicAdd* a) override {
-      hit |= a->buffer->uid == uid;
-      ir::IRVisitor::visit(a);
-    }
-    void visit(const ir::Copy* c) override {
-      hit |= c->src.buffer->uid == uid || c->dst.buffer->uid == uid;
-      ir::IRVisitor::visit(c);
-    }
-    void visit(const ir::Gemm* g) override {
-      hit |= g->a.buffer->uid == uid || g->b.buffer->uid == uid || g->c.buffer->uid == uid;
-      ir::IRVisitor::visit(g);
-    }
-    void visit(const ir::Fill* f) override {
-      hit |= f->dst.buffer->uid == uid;
-      ir::IRVisitor::visit(f);
-    }
-    void visit(const ir::Reduce* r) override {
-      hit |= r->src->uid == uid || r->dst->uid == uid;
-      ir::IRVisitor::visit(r);
-    }
-    void visit(const ir::Print* p) override {
-      hit |= p->tile && p->tile->uid == uid;
-      ir::IRVisitor::visit(p);
-    }
-  } t;
-  t.uid = uid;
-  t.visit(s);
-  return t.hit;
-}
-
 std::string copy_name(const ir::Copy* c) {
   return "the copy from '" + c->src.buffer->name + "' into '" + c->dst.buffer->name + "'";
 }
@@ -103,7 +45,7 @@ std::string prefetch_blocker(const ir::For* loop, const std::vector<ir::Stmt>& b
   const auto* c = ir::as<ir::Copy>(body[at]);
   const uint64_t tile = c->dst.buffer->uid;
   for (size_t i = 0; i < at; ++i)
-    if (touches(body[i], tile))
+    if (buffer_accesses(body[i]).touches(tile))
       return copy_name(c) + " is not the first access of '" + c->dst.buffer->name +
              "' in the loop's body (an earlier statement would see the next iteration's data)";
   if (kernel_writes.count(c->src.buffer->uid))
@@ -123,7 +65,7 @@ std::string prefetch_blocker(const ir::For* loop, const std::vector<ir::Stmt>& b
   });
   // Tiles are fixed during the loop unless its body writes them (a value written before the
   // loop is ordered before the prologue by the barrier InsertBarriers puts before the loop).
-  std::set<uint64_t> loop_writes = written_buffers(loop->body);
+  std::set<uint64_t> loop_writes = buffer_accesses(loop->body).writes;
   std::vector<Expr> todo(c->src.min.begin(), c->src.min.end());
   std::set<uint64_t> seen;
   while (!todo.empty()) {
@@ -180,7 +122,7 @@ void plan_cp_async(const ir::KernelNode& k, PipelinePlan& plan) {
   }
   const auto* seq = ir::as<ir::Seq>(loop->body);
   std::vector<ir::Stmt> body = seq ? seq->stmts : std::vector<ir::Stmt>{loop->body};
-  std::set<uint64_t> kernel_writes = written_buffers(k.body);
+  std::set<uint64_t> kernel_writes = buffer_accesses(k.body).writes;
   std::vector<size_t> copies;
   for (size_t i = 0; i < body.size(); ++i)
     if (const auto* c = ir::as<ir::Copy>(body[i]);
@@ -209,7 +151,7 @@ void plan_cp_async(const ir::KernelNode& k, PipelinePlan& plan) {
     bool other_write = false;
     for (size_t i = 0; i < body.size(); ++i) {
       bool prefetched = std::find(copies.begin(), copies.end(), i) != copies.end();
-      if (!prefetched && written_buffers(body[i]).count(uid)) other_write = true;
+      if (!prefetched && buffer_accesses(body[i]).writes.count(uid)) other_write = true;
     }
     if (other_write) {
       plan.cp_async_reason = "shared tile '" + first->dst.buffer->name +
@@ -232,7 +174,7 @@ void plan_cp_async(const ir::KernelNode& k, PipelinePlan& plan) {
         return;
       }
       if (const auto* l = ir::as<ir::Let>(s); l && l->body.defined()) return walk(l->body);
-      if (!ir::as<ir::Allocate>(s) && touches(s, uid)) outside = true;
+      if (!ir::as<ir::Allocate>(s) && buffer_accesses(s).touches(uid)) outside = true;
     };
     walk(k.body);
     if (outside) {
