@@ -224,6 +224,28 @@ void parallel(std::vector<int64_t> extents, std::function<void(Var, Var)> body,
 void parallel(std::vector<int64_t> extents, std::function<void(Var, Var, Var)> body,
               Loc loc = Loc::current());
 void pipelined(const Expr& n, int stages, std::function<void(Var)> body, Loc loc = Loc::current());
+
+/// A pipelined loop's schedule, stated by the kernel (docs/schedules.md). A request the loop's
+/// structure cannot meet is a user error naming the reason, on every backend. A request for
+/// hardware the target lacks (TMA, wgmma on sm_80 or on the sm_90a variant for unaligned rows)
+/// runs the next plan down instead, and `tilepilot show` says so: a kernel runs everywhere.
+struct Schedule {
+  int stages = 2; // buffers per staged tile: iteration i + stages - 1's copies overlap i's work
+  /// The engine of the loop's global-to-shared copies. automatic: TMA with a producer warpgroup
+  /// where every copy and the target allow it, else cp.async multistage, else a serial loop.
+  /// tma or cp_async: that engine, or a user error saying which copy prevents it.
+  enum class Copies { automatic, tma, cp_async } copies = Copies::automatic;
+  /// The loop's last gemm runs one iteration late, so it overlaps the next iteration's
+  /// element-wise work. Needs exactly two gemms, one first and one last in the loop's work, and
+  /// stages >= 2 (iteration i - 1's tiles stay while i's land).
+  bool defer_last_gemm = false;
+  /// Consumer warpgroups take turns at the tensor cores: one's element-wise work between the
+  /// loop's two gemms overlaps another's gemms. Needs exactly two gemms and 256+ threads in
+  /// whole warpgroups.
+  bool pingpong = false;
+};
+void pipelined(const Expr& n, const Schedule& schedule, std::function<void(Var)> body,
+               Loc loc = Loc::current());
 void serial(const Expr& n, std::function<void(Var)> body, Loc loc = Loc::current());
 void serial(const Expr& begin, const Expr& end, std::function<void(Var)> body,
             Loc loc = Loc::current());

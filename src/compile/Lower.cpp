@@ -40,19 +40,16 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
       os << "// cluster: " << p.cluster << " blocks along grid y; multicast loads:"
          << std::count_if(p.loads.begin(), p.loads.end(), [](auto& l) { return l.multicast; })
          << "\n";
-    if (!p.cluster_note.empty()) os << "// " << p.cluster_note << "\n";
     if (p.persistent)
       os << "// persistent: about one block per SM, tiles taken from a launch-wide counter\n";
-    if (!p.persistent_note.empty()) os << "// " << p.persistent_note << "\n";
     if (p.pingpong) os << "// ping-pong: consumer warpgroups take turns at the tensor cores\n";
-    if (!p.pingpong_note.empty()) os << "// " << p.pingpong_note << "\n";
     if (p.defer_second_gemm)
-      os << "// overlap: the loop's second gemm runs one iteration late, during the next one's "
-            "element-wise work\n";
-    if (!p.overlap_note.empty()) os << "// " << p.overlap_note << "\n";
+      os << "// defer_last_gemm: the loop's second gemm runs one iteration late, during the next "
+            "one's element-wise work\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
+    if (!p.not_applied.empty()) os << "// schedule: " << p.not_applied << "\n";
   }
   // The plan each pipelined loop got, its depth and bytes per stage, and why the others not.
   std::string kind = passes::plan_kind(p);

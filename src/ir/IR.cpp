@@ -321,8 +321,17 @@ const char* for_kind_name(ForKind k) {
   }
   return "?";
 }
-Stmt For::make(Var v, Expr min, Expr extent, ForKind k, int stages, Stmt body, SourceLoc loc) {
-  return std::make_shared<For>(std::move(v), std::move(min), std::move(extent), k, stages,
+const char* copy_engine_name(CopyEngine e) {
+  switch (e) {
+  case CopyEngine::automatic: return "automatic";
+  case CopyEngine::tma: return "tma";
+  case CopyEngine::cp_async: return "cp_async";
+  }
+  return "?";
+}
+Stmt For::make(Var v, Expr min, Expr extent, ForKind k, LoopSchedule schedule, Stmt body,
+               SourceLoc loc) {
+  return std::make_shared<For>(std::move(v), std::move(min), std::move(extent), k, schedule,
                                std::move(body), std::move(loc));
 }
 Stmt Parallel::make(std::vector<Var> vars, std::vector<int64_t> extents, Stmt body,

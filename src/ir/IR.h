@@ -290,18 +290,34 @@ enum class ForKind : uint8_t {
 };
 const char* for_kind_name(ForKind k);
 
+/// The engine a pipelined loop's staged copies must use, as the kernel states it
+/// (docs/schedules.md): automatic takes the best plan the loop and the target allow.
+enum class CopyEngine : uint8_t { automatic, tma, cp_async };
+const char* copy_engine_name(CopyEngine e);
+
+/// A pipelined loop's schedule, stated by the kernel. The verifier checks what the loop's
+/// structure must satisfy; the pipeline plan checks what the target must (PlanPipeline.h).
+struct LoopSchedule {
+  int stages = 1; // buffers per staged tile; 1 for serial and unrolled loops
+  CopyEngine copies = CopyEngine::automatic;
+  bool defer_last_gemm = false; // the loop's last gemm runs one iteration late
+  bool pingpong = false;        // consumer warpgroups take turns at the loop's gemms
+  bool operator==(const LoopSchedule&) const = default;
+};
+
 /// for var in [min, min + extent)
 struct For : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::For;
   Var var;
   Expr min, extent;
   ForKind for_kind;
-  int stages; // pipelined only; 1 otherwise
+  LoopSchedule schedule; // pipelined only; the default otherwise
   Stmt body;
-  For(Var v, Expr mn, Expr ext, ForKind k, int st, Stmt b, SourceLoc l)
+  For(Var v, Expr mn, Expr ext, ForKind k, LoopSchedule sc, Stmt b, SourceLoc l)
       : StmtNode(node_kind, std::move(l)), var(std::move(v)), min(std::move(mn)),
-        extent(std::move(ext)), for_kind(k), stages(st), body(std::move(b)) {}
-  static Stmt make(Var v, Expr min, Expr extent, ForKind k, int stages, Stmt body, SourceLoc loc);
+        extent(std::move(ext)), for_kind(k), schedule(sc), body(std::move(b)) {}
+  static Stmt make(Var v, Expr min, Expr extent, ForKind k, LoopSchedule schedule, Stmt body,
+                   SourceLoc loc);
 };
 
 /// Element-wise loop nest over a tile-shaped index space: every (vars) in [0, extents) runs the

@@ -208,7 +208,13 @@ void IRPrinter::visit(const For* op) {
   visit(op->min);
   os_ << ", ";
   visit(op->extent);
-  if (op->for_kind == ForKind::pipelined) os_ << ", stages=" << op->stages;
+  if (op->for_kind == ForKind::pipelined) {
+    const LoopSchedule& sc = op->schedule;
+    os_ << ", stages=" << sc.stages;
+    if (sc.copies != CopyEngine::automatic) os_ << ", copies=" << copy_engine_name(sc.copies);
+    if (sc.defer_last_gemm) os_ << ", defer_last_gemm";
+    if (sc.pingpong) os_ << ", pingpong";
+  }
   os_ << ")";
   body(op->body);
 }

@@ -209,7 +209,7 @@ Stmt IRMutator::visit(const For* op, const Stmt& self) {
   Stmt body = mutate(op->body);
   if (mn.get() == op->min.get() && ext.get() == op->extent.get() && body.same_as(op->body))
     return self;
-  return For::make(op->var, mn, ext, op->for_kind, op->stages, body, op->loc);
+  return For::make(op->var, mn, ext, op->for_kind, op->schedule, body, op->loc);
 }
 Stmt IRMutator::visit(const Parallel* op, const Stmt& self) {
   Stmt body = mutate(op->body);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/IRVisitor.h"
+#include "ir/ScheduleRules.h"
 
 namespace tp::ir {
 
@@ -113,6 +114,7 @@ protected:
   }
   void visit(const For* op) override {
     stmt(op);
+    if (op->for_kind == ForKind::pipelined) verify_schedule(k_, op);
     visit(op->min);
     visit(op->extent);
     bound_.insert(as<Variable>(op->var)->uid);

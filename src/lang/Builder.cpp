@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <set>
+#include <utility>
 
 #include "ir/Verifier.h"
 #include "tilepilot/lang.h"
@@ -215,8 +216,13 @@ constexpr AnnotationRule kAnnotations[] = {
     {"swizzle", 0, 64, "block rasterization panel width (0: row-major)"},
     {"cluster", 1, 2, "blocks per thread-block cluster along grid y (sm_90a TMA multicast)"},
     {"persistent", 0, 1, "1: about one block per SM loops over the grid's tiles"},
-    {"pingpong", 0, 1, "1: consumer warpgroups take turns at their gemms"},
-    {"overlap", 0, 1, "1: a loop's last gemm is deferred to overlap the next iteration"},
+};
+
+/// Loop schedules that were kernel annotations once and are now stated on the loop itself,
+/// where they apply: the annotation names where they went.
+constexpr std::pair<const char*, const char*> kMovedToSchedule[] = {
+    {"pingpong", "pingpong = true"},
+    {"overlap", "defer_last_gemm = true"},
 };
 
 } // namespace
@@ -225,6 +231,11 @@ void annotate(const std::string& key, const std::string& value, Loc loc) {
   const AnnotationRule* rule = nullptr;
   for (const AnnotationRule& r : kAnnotations)
     if (key == r.key) rule = &r;
+  for (const auto& [moved, field] : kMovedToSchedule)
+    if (key == moved)
+      user_error(lang::to_loc(loc))
+          << "annotate: '" << key << "' is a loop schedule, not a kernel annotation; state it "
+          << "on the loop: pipelined(n, {.stages = 2, ." << field << "}, body)";
   if (!rule) {
     std::string known;
     for (const AnnotationRule& r : kAnnotations)

@@ -256,8 +256,9 @@ void parallel_n(std::vector<int64_t> extents, size_t arity,
   lang::append(ir::Parallel::make(vars, extents, b, loc));
 }
 
-void loop(ir::ForKind k, const Expr& begin, const Expr& extent, int stages,
+void loop(ir::ForKind k, const Expr& begin, const Expr& extent, ir::LoopSchedule schedule,
           const std::function<void(Var)>& body, const char* op, Loc l) {
+  const int stages = schedule.stages;
   SourceLoc loc = to_loc(l);
   lang::KernelBuilder& kb = lang::current(op, loc);
   for (const Expr& e : {begin, extent})
@@ -269,8 +270,8 @@ void loop(ir::ForKind k, const Expr& begin, const Expr& extent, int stages,
     user_error(loc) << "pipelined inside parallel: pipeline tile loops, not element loops";
   Var v(k == ir::ForKind::pipelined ? "ko" : "s");
   ir::Stmt b = lang::scoped([&] { body(v); });
-  lang::append(
-      ir::For::make(v, begin, extent, k, k == ir::ForKind::pipelined ? stages : 1, b, loc));
+  lang::append(ir::For::make(v, begin, extent, k,
+                             k == ir::ForKind::pipelined ? schedule : ir::LoopSchedule{}, b, loc));
 }
 
 } // namespace
@@ -289,17 +290,27 @@ void parallel(std::vector<int64_t> e, std::function<void(Var, Var, Var)> body, L
 }
 
 void pipelined(const Expr& n, int stages, std::function<void(Var)> body, Loc l) {
-  loop(ir::ForKind::pipelined, Expr(0), n, stages, body, "pipelined", l);
+  loop(ir::ForKind::pipelined, Expr(0), n, {.stages = stages}, body, "pipelined", l);
+}
+void pipelined(const Expr& n, const Schedule& s, std::function<void(Var)> body, Loc l) {
+  ir::LoopSchedule sc;
+  sc.stages = s.stages;
+  sc.copies = s.copies == Schedule::Copies::tma        ? ir::CopyEngine::tma
+              : s.copies == Schedule::Copies::cp_async ? ir::CopyEngine::cp_async
+                                                       : ir::CopyEngine::automatic;
+  sc.defer_last_gemm = s.defer_last_gemm;
+  sc.pingpong = s.pingpong;
+  loop(ir::ForKind::pipelined, Expr(0), n, sc, body, "pipelined", l);
 }
 void serial(const Expr& n, std::function<void(Var)> body, Loc l) {
-  loop(ir::ForKind::serial, Expr(0), n, 1, body, "serial", l);
+  loop(ir::ForKind::serial, Expr(0), n, {}, body, "serial", l);
 }
 void serial(const Expr& begin, const Expr& end, std::function<void(Var)> body, Loc l) {
-  loop(ir::ForKind::serial, begin, end - begin, 1, body, "serial", l);
+  loop(ir::ForKind::serial, begin, end - begin, {}, body, "serial", l);
 }
 void unrolled(int64_t n, std::function<void(Var)> body, Loc l) {
   if (n <= 0) user_error(to_loc(l)) << "unrolled: the trip count must be positive, got " << n;
-  loop(ir::ForKind::unrolled, Expr(0), Expr(n), 1, body, "unrolled", l);
+  loop(ir::ForKind::unrolled, Expr(0), Expr(n), {}, body, "unrolled", l);
 }
 
 void if_then_else(const Expr& cond, std::function<void()> then_body,

@@ -49,7 +49,7 @@ protected:
     return op->body.defined() ? block(self) : self;
   }
   ir::Stmt visit(const ir::For* op, const ir::Stmt&) override {
-    return ir::For::make(op->var, op->min, op->extent, op->for_kind, op->stages, block(op->body),
+    return ir::For::make(op->var, op->min, op->extent, op->for_kind, op->schedule, block(op->body),
                          op->loc);
   }
   ir::Stmt visit(const ir::Parallel* op, const ir::Stmt&) override {

@@ -87,7 +87,7 @@ protected:
         break;
       }
     }
-    return ir::For::make(op->var, op->min, op->extent, op->for_kind, op->stages,
+    return ir::For::make(op->var, op->min, op->extent, op->for_kind, op->schedule,
                          ir::Seq::make(out, op->loc), op->loc);
   }
 

@@ -150,11 +150,11 @@ ir::Stmt seq(std::vector<ir::Stmt> s) {
 }
 
 ir::Stmt unrolled_for(const Var& v, int64_t n, ir::Stmt body) {
-  return ir::For::make(v, Expr(0), Expr(n), ir::ForKind::unrolled, 1, std::move(body), {});
+  return ir::For::make(v, Expr(0), Expr(n), ir::ForKind::unrolled, {}, std::move(body), {});
 }
 
 ir::Stmt serial_for(const Var& v, Expr min, Expr extent, ir::Stmt body) {
-  return ir::For::make(v, std::move(min), std::move(extent), ir::ForKind::serial, 1,
+  return ir::For::make(v, std::move(min), std::move(extent), ir::ForKind::serial, {},
                        std::move(body), {});
 }
 
@@ -170,7 +170,7 @@ ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::
   ir::Stmt b = body(e);
   if (n % T != 0) b = if_then(e < n, b);
   return ir::For::make(it, Expr(0), Expr(trips),
-                       trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial, 1, b, {});
+                       trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial, {}, b, {});
 }
 
 ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
@@ -178,7 +178,7 @@ ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
   if (!every_thread) return strided_for(cx, n, body);
   Var e("le");
   return ir::For::make(e, Expr(0), Expr(n), n <= 16 ? ir::ForKind::unrolled : ir::ForKind::serial,
-                       1, body(e), {});
+                       {}, body(e), {});
 }
 
 namespace {

@@ -86,7 +86,7 @@ ir::Stmt lower_cp_async_loop(LowerContext& cx, const ir::For* loop) {
   if (!rest.empty()) body.push_back(lower_stmt(cx, ir::Seq::make(rest, loop->loc)));
   cx.stage = saved;
   out.push_back(
-      ir::For::make(loop->var, mn, n, ir::ForKind::serial, 1, seq(std::move(body)), loop->loc));
+      ir::For::make(loop->var, mn, n, ir::ForKind::serial, {}, seq(std::move(body)), loop->loc));
   out.push_back(call("tp::sm80::cp_async_wait<0>"));
   out.push_back(cx.barrier());
   return seq(std::move(out));

@@ -217,7 +217,7 @@ protected:
     if (cx_.plan.cp_async && op == cx_.plan.loop) return lower_cp_async_loop(cxm_, op);
     Expr mn = mutate(op->min), ext = mutate(op->extent);
     ir::ForKind k = op->for_kind == ir::ForKind::pipelined ? ir::ForKind::serial : op->for_kind;
-    return ir::For::make(op->var, mn, ext, k, 1, mutate(op->body), op->loc);
+    return ir::For::make(op->var, mn, ext, k, {}, mutate(op->body), op->loc);
   }
   ir::Stmt visit(const ir::Evaluate* op, const ir::Stmt& self) override {
     if (const auto* i = ir::as<ir::Intrinsic>(op->value); i && i->name == "tp.barrier")

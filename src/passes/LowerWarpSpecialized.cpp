@@ -165,9 +165,9 @@ std::vector<ir::Stmt> fence_fragments(const LowerContext& cx, const std::vector<
   return out;
 }
 
-/// The pipelined loop with its second gemm deferred by one iteration (the "overlap" option):
-/// iteration k issues the first gemm (work[0]) on block k and waits for it, runs the leading
-/// `if` statements, issues the second gemm (work.back()) on block k-1 (its B still in stage
+/// The pipelined loop with its second gemm deferred by one iteration (the loop's defer_last_gemm
+/// schedule): iteration k issues the first gemm (work[0]) on block k and waits for it, runs the
+/// leading `if` statements, issues the second gemm (work.back()) on block k-1 (its B still in stage
 /// k-1), runs the element-wise window while it runs, then waits for it, frees stage k-1 and runs
 /// the rest (the statements that touch the second gemm's A or C: rescaling C, casting and packing
 /// A for the next issue). The first iteration is peeled (no second gemm yet) and the last second

@@ -110,13 +110,13 @@ void plan_cp_async(const ir::KernelNode& k, PipelinePlan& plan) {
     plan.cp_async_reason = "no pipelined loop";
     return;
   }
-  plan.requested_stages = loops[0]->stages;
+  plan.requested_stages = loops[0]->schedule.stages;
   if (loops.size() > 1) {
     plan.cp_async_reason = "more than one pipelined loop (each runs serially)";
     return;
   }
   const ir::For* loop = loops[0];
-  if (loop->stages < 2) {
+  if (loop->schedule.stages < 2) {
     plan.cp_async_reason = "the loop asks for 1 stage";
     return;
   }
@@ -187,7 +187,7 @@ void plan_cp_async(const ir::KernelNode& k, PipelinePlan& plan) {
   plan.cp_async = true;
   plan.cp_async_reason.clear();
   plan.loop = loop;
-  plan.stages = loop->stages;
+  plan.stages = loop->schedule.stages;
   plan.staged = staged;
   for (size_t at : copies)
     plan.prefetched.push_back(ir::as<ir::Copy>(body[at]));

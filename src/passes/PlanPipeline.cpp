@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ir/IRVisitor.h"
+#include "ir/ScheduleRules.h"
 
 namespace tp::passes {
 
@@ -181,97 +182,72 @@ ir::Buffer producer_reads_consumer_data(const ir::KernelNode& k, const PipelineP
 /// qualify (anything else might differ between the two CTAs). An even number of boxes splits
 /// by boxes; otherwise a 2-d tile splits each box's rows in halves (a multiple of 8 rows each,
 /// so the halves start on a swizzle-pattern boundary). Without such a load the cluster would
-/// only cost, so it is dropped, with a note.
+/// only cost, so asking for it is a user error.
 /// The "persistent" annotation is honoured for warp-specialized kernels without clusters (a
 /// cluster's pair of blocks would have to take tiles together).
 void plan_persistent(const ir::KernelNode& k, PipelinePlan& plan) {
   auto it = k.attrs.find("persistent");
   if (it == k.attrs.end() || it->second == "0") return;
-  if (it->second != "1") {
-    plan.persistent_note = "persistent=" + it->second + " is not supported (0 or 1)";
-    return;
-  }
-  if (plan.cluster > 1) {
-    plan.persistent_note = "persistent=1 dropped: not combined with cluster=2";
-    return;
-  }
+  if (plan.cluster > 1)
+    user_error(k.loc) << "kernel '" << k.name
+                      << "': persistent=1 and cluster=2 cannot be combined (a cluster's pair of "
+                         "blocks would have to take tiles together); drop one annotation";
   plan.persistent = true;
 }
 
-/// The gemms and consumer barriers in a pipelined loop's body: the schedules that reorder its
-/// gemms (ping-pong, overlap) are built around exactly two and no barrier.
-std::pair<int, int> loop_census(const ir::For* loop) {
-  int gemms = 0, barriers = 0;
+/// The consumer barriers in a pipelined loop's body: the schedules that reorder its gemms
+/// (ping-pong, deferred last gemm) let warpgroups run apart, which a block-wide barrier forbids.
+int loop_barriers(const ir::For* loop) {
+  int barriers = 0;
   ir::for_each_stmt(loop->body, [&](const ir::Stmt& s) {
-    if (ir::as<ir::Gemm>(s)) ++gemms;
     if (const auto* e = ir::as<ir::Evaluate>(s))
       if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
   });
-  return {gemms, barriers};
+  return barriers;
 }
 
-void plan_pingpong(const ir::KernelNode& k, PipelinePlan& plan) {
-  auto it = k.attrs.find("pingpong");
-  if (it == k.attrs.end() || it->second == "0") return;
-  auto [gemms, barriers] = loop_census(plan.loop);
-  if (it->second != "1")
-    plan.pingpong_note = "pingpong=" + it->second + " is not supported (0 or 1)";
-  else if (k.threads < 256 || k.threads % 128)
-    plan.pingpong_note = "pingpong=1 dropped: needs two or more consumer warpgroups";
-  else if (gemms != 2)
-    plan.pingpong_note = "pingpong=1 dropped: the pipelined loop has " + std::to_string(gemms) +
-                         " gemms (turns are built around exactly two)";
-  else if (barriers > 0)
-    plan.pingpong_note = "pingpong=1 dropped: the pipelined loop has a consumer barrier";
-  else
-    plan.pingpong = true;
+/// The message for a loop schedule the loop cannot run on this target: a shared tile written
+/// and read in one iteration needs a block-wide barrier, which the schedule cannot have.
+[[noreturn]] void barrier_in_loop(const ir::For* loop, const char* what) {
+  user_error(loop->loc) << "pipelined: " << what
+                        << " lets consumer warpgroups run apart, but this loop needs a "
+                           "block-wide barrier (a shared tile is written and read in one "
+                           "iteration); keep that tile in a fragment or drop "
+                        << what;
 }
 
-void plan_overlap(const ir::KernelNode& k, const LayoutInfo& layouts, PipelinePlan& plan) {
-  auto it = k.attrs.find("overlap");
-  if (it == k.attrs.end() || it->second == "0") return;
-  auto [gemms, barriers] = loop_census(plan.loop);
-  // The loop's work (its statements other than the staged loads) must start and end with a
-  // wgmma: the first is issued, then the deferred second, then the rest runs.
-  std::vector<const ir::Gemm*> ends;
-  if (const auto* lb = ir::as<ir::Seq>(plan.loop->body)) {
-    std::vector<ir::Stmt> work;
-    for (const ir::Stmt& s : lb->stmts)
-      if (const auto* c = ir::as<ir::Copy>(s); !(c && plan.load_for(c))) work.push_back(s);
-    if (work.size() >= 2) ends = {ir::as<ir::Gemm>(work.front()), ir::as<ir::Gemm>(work.back())};
+void plan_pingpong(const ir::KernelNode&, PipelinePlan& plan) {
+  if (!plan.loop->schedule.pingpong) return;
+  if (loop_barriers(plan.loop) > 0) barrier_in_loop(plan.loop, "pingpong");
+  plan.pingpong = true;
+}
+
+void plan_overlap(const LayoutInfo& layouts, PipelinePlan& plan) {
+  if (!plan.loop->schedule.defer_last_gemm) return;
+  // The verifier saw that the loop's work starts and ends with a gemm; deferring one needs
+  // both to be wgmma (the asynchronous tensor-core issue) on this target.
+  if (loop_barriers(plan.loop) > 0) barrier_in_loop(plan.loop, "defer_last_gemm");
+  std::vector<ir::Stmt> work = ir::loop_work(plan.loop);
+  for (const ir::Stmt& s : {work.front(), work.back()}) {
+    const auto* g = ir::as<ir::Gemm>(s);
+    if (!g)
+      user_error(plan.loop->loc) << "pipelined: defer_last_gemm needs the loop's work to start "
+                                    "and end with a gemm (a let or a statement moved there)";
+    auto kind = layouts.gemms.count(g) ? layouts.gemms.at(g) : GemmKind::mma;
+    if (kind != GemmKind::wgmma_ss && kind != GemmKind::wgmma_rs)
+      user_error(g->loc) << "pipelined: defer_last_gemm needs both gemms of the loop to run as "
+                            "wgmma; this one is planned as mma (its tile is too small for a "
+                            "warpgroup: at least 64 rows per consumer warpgroup)";
   }
-  bool wgmma_ends = ends.size() == 2;
-  for (const ir::Gemm* g : ends) {
-    auto kind = g && layouts.gemms.count(g) ? layouts.gemms.at(g) : GemmKind::mma;
-    wgmma_ends &= g && (kind == GemmKind::wgmma_ss || kind == GemmKind::wgmma_rs);
-  }
-  if (it->second != "1")
-    plan.overlap_note = "overlap=" + it->second + " is not supported (0 or 1)";
-  else if (gemms != 2 || !wgmma_ends)
-    plan.overlap_note =
-        "overlap=1 dropped: needs a pipelined loop that starts and ends with a wgmma gemm (two)";
-  else if (plan.stages < 2)
-    plan.overlap_note = "overlap=1 dropped: needs stages >= 2 (block k-1's tiles stay while k's "
-                        "land)";
-  else if (barriers > 0)
-    plan.overlap_note = "overlap=1 dropped: the pipelined loop has a consumer barrier";
-  else if (plan.pingpong)
-    plan.overlap_note = "overlap=1 dropped: not combined with pingpong=1";
-  else
-    plan.defer_second_gemm = true;
+  plan.defer_second_gemm = true;
 }
 
 void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
   auto it = k.attrs.find("cluster");
   if (it == k.attrs.end() || it->second == "1") return;
-  if (it->second != "2") {
-    plan.cluster_note = "cluster=" + it->second + " is not supported (1 or 2)";
-    return;
-  }
-  if (k.block_vars.size() < 2) {
-    plan.cluster_note = "cluster=2 pairs blocks along grid y, and the kernel has a 1-d grid";
-    return;
-  }
+  if (k.block_vars.size() < 2)
+    user_error(k.loc) << "kernel '" << k.name
+                      << "': cluster=2 pairs blocks along grid y, and the kernel has a 1-d grid";
   std::set<uint64_t> allowed = {ir::as<ir::Variable>(plan.loop->var)->uid};
   for (size_t i = 0; i < k.block_vars.size(); ++i)
     if (i != 1) allowed.insert(ir::as<ir::Variable>(k.block_vars[i])->uid);
@@ -294,11 +270,11 @@ void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
       l.box[1] /= 2;
     }
   }
-  if (shared == 0) {
-    plan.cluster_note = "cluster=2 dropped: no loop load is the same for both blocks of a pair "
-                        "and splits in two";
-    return;
-  }
+  if (shared == 0)
+    user_error(k.loc) << "kernel '" << k.name
+                      << "': cluster=2 needs a pipelined load that is the same for both blocks "
+                         "of a pair (its coordinates do not read the y block index) and splits "
+                         "in two; this kernel has none, so the cluster would only cost";
   plan.cluster = 2;
 }
 
@@ -337,7 +313,7 @@ PipelinePlan plan_tma(const ir::KernelNode& k, const LayoutInfo& layouts, const 
     plan.reason = loops == 0 ? "no top-level pipelined loop" : "more than one pipelined loop";
     return plan;
   }
-  plan.stages = plan.loop->stages;
+  plan.stages = plan.loop->schedule.stages;
   std::string why;
   const auto* lb = ir::as<ir::Seq>(plan.loop->body);
   std::vector<ir::Stmt> loop_stmts = lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body};
@@ -427,7 +403,7 @@ PipelinePlan plan_tma(const ir::KernelNode& k, const LayoutInfo& layouts, const 
   plan_cluster(k, plan);
   plan_persistent(k, plan);
   plan_pingpong(k, plan);
-  plan_overlap(k, layouts, plan);
+  plan_overlap(layouts, plan);
   return plan;
 }
 
@@ -439,9 +415,72 @@ std::string plan_kind(const PipelinePlan& p) {
                             : "serial";
 }
 
+namespace {
+
+/// What the kernel asks for that only the TMA warp-specialized plan implements, and where.
+struct WarpSpecializedRequests {
+  std::vector<std::string> what; // "copies = tma", "pingpong", "persistent=1", ...
+  SourceLoc loc;
+  bool cp_async_required = false; // some loop asks for copies = cp_async
+  SourceLoc cp_async_loc;
+};
+
+WarpSpecializedRequests requests(const ir::KernelNode& k) {
+  WarpSpecializedRequests r;
+  r.loc = k.loc;
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+    const auto* f = ir::as<ir::For>(s);
+    if (!f || f->for_kind != ir::ForKind::pipelined) return;
+    const ir::LoopSchedule& sc = f->schedule;
+    size_t before = r.what.size();
+    if (sc.copies == ir::CopyEngine::tma) r.what.push_back("copies = tma");
+    if (sc.pingpong) r.what.push_back("pingpong");
+    if (sc.defer_last_gemm) r.what.push_back("defer_last_gemm");
+    if (r.what.size() > before) r.loc = f->loc;
+    if (sc.copies == ir::CopyEngine::cp_async && !r.cp_async_required) {
+      r.cp_async_required = true;
+      r.cp_async_loc = f->loc;
+    }
+  });
+  if (auto it = k.attrs.find("persistent"); it != k.attrs.end() && it->second == "1")
+    r.what.push_back("persistent=1");
+  if (auto it = k.attrs.find("cluster"); it != k.attrs.end() && it->second == "2")
+    r.what.push_back("cluster=2");
+  return r;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v)
+    out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+} // namespace
+
 PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t) {
-  PipelinePlan plan = plan_tma(k, layouts, t);
-  if (!plan.warp_specialized) plan_cp_async(k, plan);
+  const WarpSpecializedRequests req = requests(k);
+  PipelinePlan plan;
+  if (req.cp_async_required)
+    plan.reason = "the loop asks for copies = cp_async";
+  else
+    plan = plan_tma(k, layouts, t);
+  // The hardware a request needs exists on this target, so the kernel's own structure is what
+  // prevents it: the kernel author must hear why. Without TMA the next plan down runs instead,
+  // so the same kernel runs on every target.
+  if (!plan.warp_specialized && !req.what.empty()) {
+    if (t.tma())
+      user_error(req.loc) << "kernel '" << k.name << "': " << joined(req.what)
+                          << " needs the TMA warp-specialized pipeline, which this kernel "
+                             "cannot take on "
+                          << t.arch << ": " << plan.reason;
+    plan.not_applied = joined(req.what) + " not applied: " + plan.reason;
+  }
+  if (plan.warp_specialized) return plan;
+  plan_cp_async(k, plan);
+  if (req.cp_async_required && !plan.cp_async)
+    user_error(req.cp_async_loc) << "pipelined: copies = cp_async cannot be honoured: "
+                                 << plan.cp_async_reason;
   return plan;
 }
 

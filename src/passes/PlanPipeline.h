@@ -6,6 +6,11 @@
 // says why, and a loop with stages >= 2 is planned as a cp.async multistage pipeline instead
 // (PlanCpAsync.cpp): its leading global->shared copies are issued stages - 1 iterations ahead
 // into per-stage buffers. When neither fits, the loop runs serially, single-buffered.
+// The kernel states its schedule (ir::LoopSchedule on the loop; "persistent" and "cluster"
+// annotations on the kernel). The verifier checks what the loop's structure must satisfy
+// (ir/ScheduleRules.h); the plan checks the rest on the target. On a target with TMA, a request
+// the plan cannot honour is a user error that names why; without TMA it is not applied, and
+// the plan says so (`not_applied`), because the same kernel must run on every target.
 #pragma once
 #include <set>
 #include <string>
@@ -54,28 +59,27 @@ struct PipelinePlan {
   /// Flattened lets (FlattenLets.h) the producer evaluates too, because the loads' offsets or
   /// the loop's bounds read them: top-level ones before the loop, and ones in the loop's body.
   std::vector<ir::Stmt> producer_lets, producer_loop_lets;
+  /// What the kernel asked for that only the warp-specialized plan implements, on a target
+  /// without TMA, where the next plan down runs instead (for `show`); empty otherwise.
+  std::string not_applied;
   /// CTAs per thread-block cluster along grid y (the kernel's "cluster" annotation, honoured
   /// when some loop load can be multicast): the pair of blocks (bx, 2c) and (bx, 2c+1).
   int cluster = 1;
-  std::string cluster_note; // why a requested cluster was not used
-  /// Persistent (the kernel's "persistent" annotation): a grid of about one block per SM whose
-  /// producer takes tiles from a launch-wide counter and hands each tile's index to the
-  /// consumers, so one tile's epilogue overlaps the next tile's loads (LowerTileOps.cpp).
+  /// Persistent (the kernel's "persistent" annotation; not with cluster=2): a grid of about one
+  /// block per SM whose producer takes tiles from a launch-wide counter and hands each tile's index
+  /// to the consumers, so one tile's epilogue overlaps the next tile's loads (LowerTileOps.cpp).
   bool persistent = false;
-  std::string persistent_note; // why a requested persistent schedule was not used
-  /// Ping-pong (the kernel's "pingpong" annotation): consumer warpgroups take turns at the
+  /// Ping-pong (the loop's schedule asks for it): consumer warpgroups take turns at the
   /// tensor cores. Each runs its loop's second gemm and the next iteration's first as one turn,
-  /// so one warpgroup's element-wise work between the gemms overlaps
-  /// another's gemms. Needs a loop with exactly two gemms, no consumer barrier inside the loop,
-  /// and at least two consumer warpgroups.
+  /// so one warpgroup's element-wise work between the gemms overlaps another's gemms. Needs a
+  /// loop with exactly two gemms, no consumer barrier inside the loop, and at least two
+  /// consumer warpgroups; a loop that does not meet that is a user error.
   bool pingpong = false;
-  std::string pingpong_note; // why a requested ping-pong schedule was not used
-  /// Overlap (the kernel's "overlap" annotation): the loop's second gemm is deferred by one
+  /// The loop's schedule asks for defer_last_gemm: its second (last) gemm is deferred by one
   /// iteration, so it runs on the tensor cores while the next iteration's element-wise work
-  /// runs. Needs exactly two gemms, the second last in the loop, at least
-  /// two stages, no consumer barrier in the loop, and no ping-pong.
+  /// runs. Needs exactly two wgmma gemms, first and last in the loop's work, at least two
+  /// stages, no consumer barrier in the loop, and no ping-pong; else a user error.
   bool defer_second_gemm = false;
-  std::string overlap_note; // why a requested overlap was not used
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
 };

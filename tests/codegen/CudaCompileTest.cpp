@@ -148,8 +148,8 @@ TEST(PersistentKernels, TakeTilesFromACounterOnSm90a) {
 }
 
 // pingpong=1: the consumer warpgroups of an attention kernel take turns at the tensor cores
-// through named barriers 2 and 3; a GEMM (one gemm in its loop) and a one-warpgroup attention
-// config drop the annotation and say why.
+// through named barriers 2 and 3; a one-warpgroup attention config is refused, saying why in
+// the knobs' words (the loop's own schedule rules: tests/passes/PlanScheduleTest.cpp).
 TEST(PingPong, AttentionWarpgroupsTakeTurnsOthersSayWhyNot) {
   const ops::Operator& att = ops::find_operator("attention");
   ops::Problem p = att.parse(ops::parse_kv("B=8,H=16,S=2048,D=128,causal=1", "shape"), DType::bf16);
@@ -161,25 +161,30 @@ TEST(PingPong, AttentionWarpgroupsTakeTurnsOthersSayWhyNot) {
   EXPECT_NE(lk.source.find("tp::block::named_sync(((tid / 128) + 2), 256)"), std::string::npos);
   rt::ResourceUsage u = ptxas_report(lk);
   EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
-  cuda::LoweredKernel one = cuda::lower_kernel(
-      att.build(p, ops::parse_config("bm=64,bn=128,stages=2,threads=128,pingpong=1")),
-      passes::Target::parse("sm_90a"));
-  EXPECT_EQ(one.source.find("named_arrive"), std::string::npos);
-  EXPECT_NE(one.lowered_text.find("pingpong=1 dropped: needs two or more consumer warpgroups"),
-            std::string::npos);
+  ops::Config one = ops::parse_config("bm=64,bn=128,stages=2,threads=128,pingpong=1");
+  try {
+    att.build(p, one);
+    ADD_FAILURE() << "a one-warpgroup pingpong kernel was built";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("pingpong=1 needs two or more consumer warpgroups"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(att.validate(p, one), UserError);
 }
 
 // overlap=1: the attention loop's P.V runs one iteration late (the previous block's V stage),
 // with the last one after the loop; it compiles without spills or serialized wgmma. One stage
-// cannot hold block k-1's V while block k lands, so stages=1 drops it and says why.
+// cannot hold block k-1's V while block k lands, so stages=1 is refused, saying why.
 TEST(DeferredSecondGemm, AttentionPvRunsOneIterationLate) {
   const ops::Operator& att = ops::find_operator("attention");
   ops::Problem p = att.parse(ops::parse_kv("B=8,H=16,S=2048,D=128,causal=1", "shape"), DType::bf16);
   cuda::LoweredKernel lk = cuda::lower_kernel(
       att.build(p, ops::parse_config("bm=128,bn=128,stages=2,threads=256,overlap=1")),
       passes::Target::parse("sm_90a"));
-  EXPECT_NE(lk.lowered_text.find("// overlap: the loop's second gemm runs one iteration late"),
-            std::string::npos);
+  EXPECT_NE(
+      lk.lowered_text.find("// defer_last_gemm: the loop's second gemm runs one iteration late"),
+      std::string::npos);
   // P.V of block k-1 reads V from stage (k + 1) % 2.
   EXPECT_NE(lk.source.find("(98304 + (((ko + 1) % 2) * 32768))"), std::string::npos);
   // P is packed where it is cast, so the deferred P.V's k16 steps read ready registers:
@@ -193,11 +198,15 @@ TEST(DeferredSecondGemm, AttentionPvRunsOneIterationLate) {
   EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
   EXPECT_FALSE(u.wgmma_serialized) << u.raw;
   EXPECT_EQ(u.wgmma_fences_injected, 0) << u.raw;
-  cuda::LoweredKernel one = cuda::lower_kernel(
-      att.build(p, ops::parse_config("bm=128,bn=128,stages=1,threads=256,overlap=1")),
-      passes::Target::parse("sm_90a"));
-  EXPECT_NE(one.lowered_text.find("overlap=1 dropped: needs stages >= 2"), std::string::npos);
-  EXPECT_EQ(one.source.find("(ko + 1) % 1"), std::string::npos);
+  ops::Config one = ops::parse_config("bm=128,bn=128,stages=1,threads=256,overlap=1");
+  try {
+    att.build(p, one);
+    ADD_FAILURE() << "a one-stage deferred-gemm kernel was built";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("overlap=1 needs stages >= 2"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(att.validate(p, one), UserError);
 }
 
 // The accumulator's clear is folded into the first wgmma (scale-d = 0 when k == 0). The same

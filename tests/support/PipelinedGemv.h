@@ -6,14 +6,14 @@
 
 namespace tp::testing {
 
-inline Kernel pipelined_gemv(int stages) {
+inline Kernel pipelined_gemv(Schedule schedule) {
   Dim M("M"), K("K");
   Tensor A("A", {M, K}, bf16), X("x", {K}, bf16), Y("y", {M}, f32);
   return kernel("gemv_shared", {A, X, Y}, grid(ceildiv(M, 16)), threads(128), [&](Var by) {
     Tile as = alloc_shared({16, 64}, bf16), xs = alloc_shared({64}, bf16);
     Tile part = alloc_fragment({16, 64}, f32), y = alloc_fragment({16}, f32);
     clear(part);
-    pipelined(ceildiv(K, 64), stages, [&](Var k) {
+    pipelined(ceildiv(K, 64), schedule, [&](Var k) {
       copy(A.tile(by * 16, k * 64), as);
       copy(X.tile(k * 64), xs);
       parallel({16, 64}, [&](Var i, Var j) { part(i, j) = part(i, j) + as(i, j) * xs(j); });
@@ -21,6 +21,10 @@ inline Kernel pipelined_gemv(int stages) {
     reduce_sum(part, y, 1);
     copy(y, Y.tile(by * 16));
   });
+}
+
+inline Kernel pipelined_gemv(int stages) {
+  return pipelined_gemv(Schedule{.stages = stages});
 }
 
 } // namespace tp::testing

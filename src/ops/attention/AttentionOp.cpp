@@ -37,11 +37,6 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
         // About one block per SM taking (query block, head, batch) tiles in launch order; the
         // next tile's Q and first K/V land while this one's output is written.
         if (c.count("persistent") && c.at("persistent") == 1) annotate("persistent", "1");
-        // Consumer warpgroups take turns at the tensor cores: one's softmax runs during
-        // another's P.V and next Q.K^T.
-        if (c.count("pingpong") && c.at("pingpong") == 1) annotate("pingpong", "1");
-        // P.V of block j-1 runs while block j's softmax is computed.
-        if (c.count("overlap") && c.at("overlap") == 1) annotate("overlap", "1");
         Tile Qs = alloc_shared({bm, D}, dt);
         Tile Ks = alloc_shared({bn, D}, dt);
         Tile Vs = alloc_shared({bn, D}, dt);
@@ -73,7 +68,13 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
         clear(l);
         fill(m, -infinity());
         const double qk_scale = scale * kLog2e;
-        pipelined(n_blocks, stages, [&](Var kb) {
+        Schedule schedule{.stages = stages};
+        // P.V of block j-1 runs while block j's softmax is computed.
+        schedule.defer_last_gemm = c.count("overlap") && c.at("overlap") == 1;
+        // Consumer warpgroups take turns at the tensor cores: one's softmax runs during
+        // another's P.V and next Q.K^T.
+        schedule.pingpong = c.count("pingpong") && c.at("pingpong") == 1;
+        pipelined(n_blocks, schedule, [&](Var kb) {
           copy(K.tile(b, hk, kb * bn, 0), Ks);
           copy(V.tile(b, hk, kb * bn, 0), Vs);
           gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
@@ -245,9 +246,21 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
   return {{"bm", 64}, {"bn", 64}, {"stages", 1}, {"threads", 128}};
 }
 
-void AttentionOp::validate(const Problem&, const Config&) const {
+void AttentionOp::validate(const Problem&, const Config& c) const {
   // Every knob's domain is its Knob's (check_config); the compiler reports a tile that does
-  // not fit in its own words.
+  // not fit in its own words. The loop schedule's rules (ir/ScheduleRules.h) are said here in
+  // the knobs' words, so a tuner space or a pinned config hears them before building.
+  auto on = [&](const char* k) { return c.count(k) && c.at(k) == 1; };
+  if (on("overlap") && c.at("stages") < 2)
+    user_error() << "attention: overlap=1 needs stages >= 2 (block j-1's V stays while block "
+                    "j's lands); use stages=2 or 3, or overlap=0";
+  if (on("overlap") && on("pingpong"))
+    user_error() << "attention: overlap=1 and pingpong=1 overlap the same gemms two ways; "
+                    "choose one";
+  if (on("pingpong") && (c.at("threads") < 256 || c.at("threads") % 128))
+    user_error() << "attention: pingpong=1 needs two or more consumer warpgroups; use "
+                    "threads=256 or 384 (got threads="
+                 << c.at("threads") << ")";
 }
 
 AttentionVariant AttentionOp::variant(const Problem& p) {

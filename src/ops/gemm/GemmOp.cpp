@@ -139,9 +139,14 @@ Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
   return {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}};
 }
 
-void GemmOp::validate(const Problem&, const Config&) const {
-  // Every knob's domain is its Knob's (check_config); no rule between knobs is known that the
-  // compiler does not already report with its own words (a tile that does not fit).
+void GemmOp::validate(const Problem&, const Config& c) const {
+  // Every knob's domain is its Knob's (check_config); the compiler reports a tile that does
+  // not fit in its own words. The one rule between knobs is the pipeline plan's (a cluster's
+  // pair of blocks cannot take tiles from the persistent counter one by one), said here in the
+  // knobs' words so a tuner space or a pinned config hears it before building.
+  if (c.count("cluster") && c.at("cluster") == 2 && c.count("persistent") &&
+      c.at("persistent") == 1)
+    user_error() << "gemm: cluster=2 and persistent=1 cannot be combined; use one of them";
 }
 
 Kernel GemmOp::build(const Problem& p, const Config& c) const {
