@@ -6,7 +6,7 @@
 #include "autotune/CudaHooks.h"
 #include "compile/Lower.h"
 
-#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
@@ -70,6 +70,19 @@ struct Shared {
 struct Artifact {
   Kernel kernel;
   std::vector<std::unique_ptr<cuda::CudaKernel>> loaded; // by hook device index
+  std::vector<int> ordinals;                             // the GPU of each index
+
+  // The tuner drops an artifact on its own thread; each kernel's buffers go back to its GPU.
+  ~Artifact() {
+    for (size_t d = 0; d < loaded.size(); ++d) {
+      if (!loaded[d]) continue;
+      rt::DeviceScope on(ordinals.at(d));
+      try {
+        rt::ensure_context();
+      } catch (const std::exception&) {}
+      loaded[d].reset();
+    }
+  }
 };
 
 /// The variant CudaKernel will launch for these arguments: TMA needs every TMA-loaded tensor's
@@ -93,7 +106,9 @@ CompiledCandidate compile(Shared& s, const ops::Config& c) {
   ops::check_config(*s.op, s.problem, c, s.arch);
   auto art = std::make_shared<Artifact>();
   art->kernel = s.op->build(s.problem, c);
-  art->loaded.resize(std::max<size_t>(1, s.devices.size()));
+  art->loaded.resize(s.devices.size());
+  for (const DeviceState& d : s.devices)
+    art->ordinals.push_back(d.ordinal);
   cuda::LoweredKernel lk = lower_for_args(art->kernel, s.arch, s.args());
   rt::JitKernel j;
   try {
@@ -170,7 +185,9 @@ int tune_device_limit(const char* value, int available) {
   char* end = nullptr;
   errno = 0;
   long v = std::strtol(value, &end, 10);
-  bool ok = *end == 0 && errno == 0 && v >= 1 && (available < 0 || v <= available);
+  // strtol alone would take " 2" and "+2": a count is digits only.
+  bool ok = std::isdigit(static_cast<unsigned char>(value[0])) && *end == 0 && errno == 0 &&
+            v >= 1 && (available < 0 || v <= available);
   if (!ok) {
     auto e = user_error();
     e << "TILEPILOT_TUNE_DEVICES='" << value

@@ -39,7 +39,8 @@ struct FakeBackend {
   std::atomic<int> running{0}, max_running{0};
   std::mutex mu;
   std::vector<std::pair<std::string, int>> measure_calls; // (config, iters), in call order
-  int devices = 1; // the fake devices measure and check_correct accept
+  int devices = 1;         // the fake devices measure and check_correct accept
+  int failing_device = -1; // measure throws on this device, whatever the config
   struct Use {
     int device;
     std::string what; // "measure bm=16", "check bm=16"
@@ -107,6 +108,8 @@ inline TuneHooks fake_hooks(std::shared_ptr<FakeBackend> fb) {
     }
     fake_sleep(b.measure_sleep_s);
     if (b.measure_throws) throw std::runtime_error("fake launch failure");
+    if (device == fb->failing_device)
+      throw std::runtime_error("fake device " + std::to_string(device) + " lost");
     return Measurement{std::vector<double>(iters, b.ms)};
   };
   return h;
