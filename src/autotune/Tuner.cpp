@@ -98,7 +98,7 @@ struct Pending {
   std::future<void> measured;
 };
 
-void fail(CandidateLog& log, CandidateStatus status, std::string reason) {
+void decide(CandidateLog& log, CandidateStatus status, std::string reason) {
   log.status = status;
   log.reason = std::move(reason);
 }
@@ -110,37 +110,37 @@ void fold(const TuneHooks& hooks, const TuneOptions& o, DeviceWorkers& workers, 
           Best& best) {
   CandidateLog& log = p.log;
   std::string worker_error = guarded("device worker", [&] { p.measured.get(); });
-  if (!worker_error.empty()) return fail(log, CandidateStatus::run_failed, worker_error);
+  if (!worker_error.empty()) return decide(log, CandidateStatus::run_failed, worker_error);
   const Probe& pr = p.probe;
-  if (!pr.brief_error.empty()) return fail(log, CandidateStatus::run_failed, pr.brief_error);
+  if (!pr.brief_error.empty()) return decide(log, CandidateStatus::run_failed, pr.brief_error);
   log.brief_median_ms = pr.brief.median_ms();
   if (!std::isfinite(log.brief_median_ms) || log.brief_median_ms < 0)
-    return fail(log, CandidateStatus::run_failed, "measure returned no valid samples");
+    return decide(log, CandidateStatus::run_failed, "measure returned no valid samples");
   if (pr.brief_s > o.per_config_seconds) {
     log.measure_s = pr.brief_s;
-    return fail(log, CandidateStatus::timed_out,
-                "brief measurement took " + std::to_string(log.measure_s) + " s > limit " +
-                    std::to_string(o.per_config_seconds) + " s");
+    return decide(log, CandidateStatus::timed_out,
+                  "brief measurement took " + std::to_string(log.measure_s) + " s > limit " +
+                      std::to_string(o.per_config_seconds) + " s");
   }
   if (best.found() && log.brief_median_ms > o.early_stop_ratio * best.ms) {
     log.measure_s = pr.brief_s;
     std::ostringstream why;
     why << "brief median " << ms_str(log.brief_median_ms) << " over " << pr.brief.ms.size()
         << " runs > " << o.early_stop_ratio << " x best " << ms_str(best.ms);
-    return fail(log, CandidateStatus::early_stopped, why.str());
+    return decide(log, CandidateStatus::early_stopped, why.str());
   }
   internal_assert(pr.full_run || !pr.full_error.empty())
       << "the probe stopped early although the fold would not";
-  if (!pr.full_error.empty()) return fail(log, CandidateStatus::run_failed, pr.full_error);
+  if (!pr.full_error.empty()) return decide(log, CandidateStatus::run_failed, pr.full_error);
   log.measure_s = pr.total_s;
   log.median_ms = pr.full.median_ms();
   log.iqr_ms = pr.full.iqr_ms();
   if (!std::isfinite(log.median_ms) || log.median_ms < 0)
-    return fail(log, CandidateStatus::run_failed, "measure returned no valid samples");
+    return decide(log, CandidateStatus::run_failed, "measure returned no valid samples");
   if (log.measure_s > o.per_config_seconds)
-    return fail(log, CandidateStatus::timed_out,
-                "measurement took " + std::to_string(log.measure_s) + " s > limit " +
-                    std::to_string(o.per_config_seconds) + " s");
+    return decide(log, CandidateStatus::timed_out,
+                  "measurement took " + std::to_string(log.measure_s) + " s > limit " +
+                      std::to_string(o.per_config_seconds) + " s");
   log.status = CandidateStatus::measured;
   if (best.found() && log.median_ms >= best.ms) {
     log.reason = "median " + ms_str(log.median_ms) + " >= best " + ms_str(best.ms) +
@@ -149,8 +149,8 @@ void fold(const TuneHooks& hooks, const TuneOptions& o, DeviceWorkers& workers, 
   }
   // Only a checked candidate may become the best, so a fast wrong kernel never wins.
   if (!hooks.check_correct)
-    return fail(log, CandidateStatus::incorrect,
-                "no check_correct hook: an unchecked candidate cannot win");
+    return decide(log, CandidateStatus::incorrect,
+                  "no check_correct hook: an unchecked candidate cannot win");
   auto c0 = Clock::now();
   bool ok = false;
   std::string why;
@@ -166,9 +166,10 @@ void fold(const TuneHooks& hooks, const TuneOptions& o, DeviceWorkers& workers, 
         .get();
   });
   if (!worker.empty() || !error.empty())
-    return fail(log, CandidateStatus::run_failed, worker.empty() ? error : worker);
+    return decide(log, CandidateStatus::run_failed, worker.empty() ? error : worker);
   log.check_s = since(c0);
-  if (!ok) return fail(log, CandidateStatus::incorrect, why.empty() ? "check_correct failed" : why);
+  if (!ok)
+    return decide(log, CandidateStatus::incorrect, why.empty() ? "check_correct failed" : why);
   log.reason = "correct";
   best.index = p.index;
   best.ms = log.median_ms;
@@ -237,27 +238,27 @@ bool prepare(const TuneHooks& hooks, const TuneOptions& o, Clock::time_point t0,
              Pending& p) {
   CandidateLog& log = p.log;
   if (o.budget_seconds > 0 && since(t0) > o.budget_seconds) {
-    fail(log, CandidateStatus::skipped,
-         "budget of " + std::to_string(o.budget_seconds) + " s spent");
+    decide(log, CandidateStatus::skipped,
+           "budget of " + std::to_string(o.budget_seconds) + " s spent");
     return false;
   }
   CompilePool::Outcome out = pool.wait(p.index);
   log.compile_s = out.seconds;
   using Kind = CompilePool::Outcome::Kind;
   if (out.kind == Kind::timed_out) {
-    fail(log, CandidateStatus::timed_out,
-         "compile took longer than the limit of " + std::to_string(o.per_config_seconds) + " s");
+    decide(log, CandidateStatus::timed_out,
+           "compile took longer than the limit of " + std::to_string(o.per_config_seconds) + " s");
   } else if (out.kind == Kind::user_error) {
-    fail(log, CandidateStatus::verify_failed, out.error);
+    decide(log, CandidateStatus::verify_failed, out.error);
   } else if (out.kind == Kind::error) {
-    fail(log, CandidateStatus::compile_failed, out.error);
+    decide(log, CandidateStatus::compile_failed, out.error);
   } else if (log.registers = out.compiled.usage.registers;
              !post_compile_reject(out.compiled.usage).empty()) {
-    fail(log, CandidateStatus::spills, post_compile_reject(out.compiled.usage));
+    decide(log, CandidateStatus::spills, post_compile_reject(out.compiled.usage));
   } else if (!hooks.measure) {
-    fail(log, CandidateStatus::compiled,
-         hooks.why_no_measure.empty() ? "compile only: no measure hook"
-                                      : "compile only: " + hooks.why_no_measure);
+    decide(log, CandidateStatus::compiled,
+           hooks.why_no_measure.empty() ? "compile only: no measure hook"
+                                        : "compile only: " + hooks.why_no_measure);
   } else {
     p.compiled = std::move(out.compiled);
     return true;

@@ -152,7 +152,7 @@ struct Primary {
 // process, and releasing it during static destruction would race the driver's own teardown.
 Primary primary_context(int ordinal) {
   static std::mutex mu;
-  static std::map<int, Primary> retained;
+  static auto& retained = *new std::map<int, Primary>; // never destroyed, like the contexts
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = retained.find(ordinal); it != retained.end()) return it->second;
   Driver& d = driver();
