@@ -17,7 +17,7 @@ SideBySide compare_configs(const TuneHooks& hooks, const ops::Config& baseline,
   const CompiledCandidate b = hooks.compile(candidate);
   SideBySide r;
   auto run = [&](const ops::Config& c, const CompiledCandidate& cc, Measurement& into) {
-    Measurement m = hooks.measure(c, cc, iters);
+    Measurement m = hooks.measure(0, c, cc, iters); // one device: both sides on the same GPU
     into.ms.insert(into.ms.end(), m.ms.begin(), m.ms.end());
   };
   // Alternating which goes first keeps a warm-up or cache effect of going second off one side.

@@ -1,8 +1,14 @@
 // The CUDA tuning hooks. State shared by the hooks of one problem lives in a shared_ptr, because
 // a compile that overran its limit is abandoned on its worker thread and may outlive tune().
+// Each measuring device has its own inputs, timing stream and loaded modules; a hook call binds
+// its thread to that device (rt::DeviceScope), so the runtime's context, module cache and
+// launches all go there.
 #include "autotune/CudaHooks.h"
 #include "compile/Lower.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
@@ -11,6 +17,7 @@
 #include "runtime/Driver.h"
 #include "runtime/Jit.h"
 #include "runtime/Nvrtc.h"
+#include "runtime/ThreadDevice.h"
 #include "runtime/Timing.h"
 #include "tilepilot/error.h"
 #include "tilepilot/runtime.h"
@@ -22,6 +29,14 @@ namespace {
 constexpr uint64_t kSeed = 3;  // inputs of the timed runs
 constexpr int kWarmupRuns = 2; // before each measurement: clocks up, instruction cache warm
 
+/// What measuring on one device needs; touched only by calls for that device, which the tuner
+/// never overlaps. Freed with that device's context current.
+struct DeviceState {
+  int ordinal = 0;
+  std::unique_ptr<ops::DeviceArgs> dev;
+  std::unique_ptr<rt::TimingHarness> harness;
+};
+
 struct Shared {
   const ops::Operator* op = nullptr;
   ops::Problem problem;
@@ -29,9 +44,20 @@ struct Shared {
   // The problem's arguments, made once (the first compile needs their shapes).
   std::once_flag args_once;
   std::vector<HostTensor> host;
-  // Device state, touched only on the tuner's calling thread (measure, check_correct).
-  std::unique_ptr<ops::DeviceArgs> dev;
-  std::unique_ptr<rt::TimingHarness> harness;
+  // One entry per measuring device (hook device index), fixed before the first hook runs.
+  std::vector<DeviceState> devices;
+
+  ~Shared() {
+    for (DeviceState& d : devices) {
+      if (!d.dev && !d.harness) continue;
+      rt::DeviceScope on(d.ordinal);
+      try {
+        rt::ensure_context(); // the stream and buffers are freed in their own context
+      } catch (const std::exception&) {}
+      d.harness.reset();
+      d.dev.reset();
+    }
+  }
 
   const std::vector<HostTensor>& args() {
     std::call_once(args_once, [&] { host = op->make_args(problem, kSeed); });
@@ -39,10 +65,24 @@ struct Shared {
   }
 };
 
-/// One compiled candidate: its kernel, and the loaded module once measure has needed it.
+/// One compiled candidate: its kernel, and per device the module loaded there once measure has
+/// needed it (a module belongs to one context).
 struct Artifact {
   Kernel kernel;
-  std::unique_ptr<cuda::CudaKernel> loaded;
+  std::vector<std::unique_ptr<cuda::CudaKernel>> loaded; // by hook device index
+  std::vector<int> ordinals;                             // the GPU of each index
+
+  // The tuner drops an artifact on its own thread; each kernel's buffers go back to its GPU.
+  ~Artifact() {
+    for (size_t d = 0; d < loaded.size(); ++d) {
+      if (!loaded[d]) continue;
+      rt::DeviceScope on(ordinals.at(d));
+      try {
+        rt::ensure_context();
+      } catch (const std::exception&) {}
+      loaded[d].reset();
+    }
+  }
 };
 
 /// The variant CudaKernel will launch for these arguments: TMA needs every TMA-loaded tensor's
@@ -66,6 +106,9 @@ CompiledCandidate compile(Shared& s, const ops::Config& c) {
   ops::check_config(*s.op, s.problem, c, s.arch);
   auto art = std::make_shared<Artifact>();
   art->kernel = s.op->build(s.problem, c);
+  art->loaded.resize(s.devices.size());
+  for (const DeviceState& d : s.devices)
+    art->ordinals.push_back(d.ordinal);
   cuda::LoweredKernel lk = lower_for_args(art->kernel, s.arch, s.args());
   rt::JitKernel j;
   try {
@@ -80,30 +123,38 @@ CompiledCandidate compile(Shared& s, const ops::Config& c) {
   return cc;
 }
 
-cuda::CudaKernel& loaded(Shared& s, const CompiledCandidate& cc) {
+// Called with device `d` bound on this thread (a DeviceScope).
+cuda::CudaKernel& loaded(Shared& s, int d, const CompiledCandidate& cc) {
   auto* art = static_cast<Artifact*>(cc.artifact.get());
-  if (!s.dev) s.dev = std::make_unique<ops::DeviceArgs>(ops::DeviceArgs::upload(s.args()));
-  if (!art->loaded) {
-    // The cubin is in the kernel cache since compile(); this lowers again and loads the module.
-    art->loaded = std::make_unique<cuda::CudaKernel>(art->kernel, s.arch);
-    art->loaded->prepare(s.dev->tensors);
+  DeviceState& ds = s.devices.at(d);
+  if (!ds.dev) ds.dev = std::make_unique<ops::DeviceArgs>(ops::DeviceArgs::upload(s.args()));
+  std::unique_ptr<cuda::CudaKernel>& k = art->loaded.at(d);
+  if (!k) {
+    // The cubin is in the kernel cache since compile(); this lowers again and loads the module
+    // into this device's context.
+    k = std::make_unique<cuda::CudaKernel>(art->kernel, s.arch);
+    k->prepare(ds.dev->tensors);
   }
-  return *art->loaded;
+  return *k;
 }
 
-Measurement measure(Shared& s, const CompiledCandidate& cc, int iters) {
-  cuda::CudaKernel& k = loaded(s, cc);
-  if (!s.harness) s.harness = std::make_unique<rt::TimingHarness>();
+Measurement measure(Shared& s, int d, const CompiledCandidate& cc, int iters) {
+  DeviceState& ds = s.devices.at(d);
+  rt::DeviceScope on(ds.ordinal);
+  cuda::CudaKernel& k = loaded(s, d, cc);
+  if (!ds.harness) ds.harness = std::make_unique<rt::TimingHarness>();
   rt::Timing t =
-      s.harness->time([&](CUstream st) { k.launch(s.dev->tensors, st); }, iters, kWarmupRuns);
+      ds.harness->time([&](CUstream st) { k.launch(ds.dev->tensors, st); }, iters, kWarmupRuns);
   return Measurement{t.samples_ms};
 }
 
 /// The CUDA check (fp64 reference on sampled blocks, fresh inputs) run on the candidate's own
 /// loaded kernel: exactly the binary that was measured. (A fresh build of the config would emit
 /// different buffer names and compile again.)
-bool check_correct(Shared& s, const ops::Config& c, const CompiledCandidate& cc, std::string* why) {
-  cuda::CudaKernel& k = loaded(s, cc);
+bool check_correct(Shared& s, int d, const ops::Config& c, const CompiledCandidate& cc,
+                   std::string* why) {
+  rt::DeviceScope on(s.devices.at(d).ordinal);
+  cuda::CudaKernel& k = loaded(s, d, cc);
   ops::CheckOptions o;
   o.backend = "cuda";
   o.arch = s.arch;
@@ -129,14 +180,61 @@ bool check_correct(Shared& s, const ops::Config& c, const CompiledCandidate& cc,
 
 } // namespace
 
+int tune_device_limit(const char* value, int available) {
+  if (!value || !*value) return available;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(value, &end, 10);
+  // strtol alone would take " 2" and "+2": a count is digits only.
+  bool ok = std::isdigit(static_cast<unsigned char>(value[0])) && *end == 0 && errno == 0 &&
+            v >= 1 && (available < 0 || v <= available);
+  if (!ok) {
+    auto e = user_error();
+    e << "TILEPILOT_TUNE_DEVICES='" << value
+      << "' is not a device count: set it to a whole number ";
+    if (available < 0)
+      e << ">= 1";
+    else
+      e << "from 1 to " << available << " (the GPUs here that can measure)";
+    e << ", or unset it to measure on every GPU of the target arch";
+  }
+  return static_cast<int>(v);
+}
+
+std::vector<int> tune_device_ordinals(const rt::DeviceInfo& first, std::string* note) {
+  std::vector<int> same{first.ordinal};
+  std::string skipped;
+  for (int i = 0, n = rt::device_count(); i < n; ++i) {
+    if (i == first.ordinal) continue;
+    std::string why;
+    std::optional<rt::DeviceInfo> d = rt::device_info(i, &why);
+    if (d && d->arch == first.arch) {
+      same.push_back(i);
+      continue;
+    }
+    // Timings of another arch would not compare with the first device's.
+    skipped += "; GPU " + std::to_string(i) +
+               (d ? " (" + d->name + ") is " + d->arch + ", not " + first.arch : ": " + why) +
+               ", not used";
+  }
+  int keep = tune_device_limit(std::getenv("TILEPILOT_TUNE_DEVICES"), int(same.size()));
+  same.resize(keep);
+  std::string list;
+  for (int o : same)
+    list += (list.empty() ? "" : ", ") + std::to_string(o);
+  *note = "measuring on " + std::to_string(keep) + " GPU(s): " + list + skipped;
+  return same;
+}
+
 TuneHooks cuda_tune_hooks(const ops::Operator& op, const ops::Problem& p, const std::string& arch) {
   passes::Target::parse(arch); // user error naming the choices for an unknown arch
+  // A malformed TILEPILOT_TUNE_DEVICES is an error with or without a GPU.
+  tune_device_limit(std::getenv("TILEPILOT_TUNE_DEVICES"), -1);
   auto s = std::make_shared<Shared>();
   s->op = &op;
   s->problem = p;
   s->arch = arch;
   TuneHooks h;
-  h.compile = [s](const ops::Config& c) { return compile(*s, c); };
   std::string why;
   std::optional<rt::DeviceInfo> dev = rt::device_info(rt::selected_device_ordinal(), &why);
   if (!dev) {
@@ -145,13 +243,17 @@ TuneHooks cuda_tune_hooks(const ops::Operator& op, const ops::Problem& p, const 
     h.why_no_measure = "GPU " + std::to_string(dev->ordinal) + " (" + dev->name + ") is " +
                        dev->arch + ", not " + arch;
   } else {
-    h.measure = [s](const ops::Config&, const CompiledCandidate& cc, int iters) {
-      return measure(*s, cc, iters);
+    for (int ordinal : tune_device_ordinals(*dev, &h.devices_note))
+      s->devices.push_back(DeviceState{ordinal, nullptr, nullptr});
+    h.devices = static_cast<int>(s->devices.size());
+    h.measure = [s](int d, const ops::Config&, const CompiledCandidate& cc, int iters) {
+      return measure(*s, d, cc, iters);
     };
-    h.check_correct = [s](const ops::Config& c, const CompiledCandidate& cc, std::string* why) {
-      return check_correct(*s, c, cc, why);
-    };
+    h.check_correct = [s](int d, const ops::Config& c, const CompiledCandidate& cc,
+                          std::string* why) { return check_correct(*s, d, c, cc, why); };
   }
+  // Set last: compile sizes each artifact's per-device modules by s->devices.
+  h.compile = [s](const ops::Config& c) { return compile(*s, c); };
   return h;
 }
 

@@ -1,6 +1,7 @@
-// The tuner's view of a backend: three hooks that compile, check and time one config. The
-// tuner owns the search (order, pruning, parallel compile, early stop, limits); the backend owns
-// everything that touches NVRTC or the GPU. The CUDA backend registers its hooks once with
+// The tuner's view of a backend: three hooks that compile, check and time one config, and the
+// number of devices it times on. The tuner owns the search (order, pruning, parallel compile,
+// early stop, limits, spreading measurements over devices); the backend owns everything that
+// touches NVRTC or the GPU. The CUDA backend registers its hooks once with
 // set_default_hooks(); tests pass fakes directly to tune().
 #pragma once
 #include <functional>
@@ -36,18 +37,25 @@ struct TuneHooks {
   /// must be thread-safe. Throws on failure: a tp::UserError means the config is invalid
   /// (builder/verifier rejected it); any other exception is a compile failure.
   std::function<CompiledCandidate(const ops::Config& config)> compile;
-  /// Runs the compiled kernel on checked inputs; false (with *why) when outputs are wrong.
-  /// Called on the tuner's calling thread, only for a candidate that would become the best.
-  std::function<bool(const ops::Config& config, const CompiledCandidate& compiled,
+  /// How many devices check_correct and measure run on: both take a device index in
+  /// [0, devices). The tuner calls them from one thread per device, so calls for different
+  /// devices overlap (hooks must allow that) while calls for one device never do, because
+  /// timings taken concurrently on one GPU are meaningless.
+  int devices = 1;
+  /// Runs the compiled kernel on checked inputs on `device`; false (with *why) when outputs are
+  /// wrong. Called only for a candidate that would become the best, on the device it was
+  /// measured on.
+  std::function<bool(int device, const ops::Config& config, const CompiledCandidate& compiled,
                      std::string* why)>
       check_correct;
-  /// Times `iters` runs and returns one sample per run. Called on the tuner's calling thread,
-  /// one candidate at a time, because timings taken concurrently on one GPU are meaningless.
-  std::function<Measurement(const ops::Config& config, const CompiledCandidate& compiled,
-                            int iters)>
+  /// Times `iters` runs on `device` and returns one sample per run.
+  std::function<Measurement(int device, const ops::Config& config,
+                            const CompiledCandidate& compiled, int iters)>
       measure;
   /// Why `measure` is empty ("no CUDA driver: ..."); shown by `tilepilot tune`.
   std::string why_no_measure;
+  /// Which devices measure, and any visible device left out and why; shown by `tilepilot tune`.
+  std::string devices_note;
 };
 
 /// An exception's message for embedding in a reason: what() without the "error: " prefix (and

@@ -1,15 +1,20 @@
-// The tuner's search loop: compile ahead on the pool, then per candidate in order: post-compile
-// checks, a brief timing for early stop, the full timing, and a correctness check for any
-// candidate that would become the best.
+// The tuner's search loop: compile ahead on the pool; per candidate, in order, the post-compile
+// checks; then on a free device's worker a brief timing and (unless early stop is certain) the
+// full one; then, folded in candidate order, the early stop, limits and the correctness check of
+// any candidate that would become the best.
 #include "autotune/Tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
+#include <future>
 #include <limits>
 #include <sstream>
 #include <thread>
 
 #include "autotune/CompilePool.h"
+#include "autotune/DeviceWorkers.h"
 #include "autotune/Progress.h"
 #include "tilepilot/error.h"
 
@@ -30,20 +35,17 @@ std::string ms_str(double ms) {
   return s.str();
 }
 
-// Runs a check/measure hook, turning an exception into a run_failed record.
+// Runs a check/measure hook; returns "" or why it failed ("measure threw: ...").
 template <typename F>
-bool guarded(CandidateLog& log, const char* what, F&& f) {
+std::string guarded(const char* what, F&& f) {
   try {
     f();
-    return true;
+    return "";
   } catch (const std::exception& e) {
-    log.status = CandidateStatus::run_failed;
-    log.reason = std::string(what) + " threw: " + e.what();
+    return std::string(what) + " threw: " + e.what();
   } catch (...) {
-    log.status = CandidateStatus::run_failed;
-    log.reason = std::string(what) + " threw a non-standard exception";
+    return std::string(what) + " threw a non-standard exception";
   }
-  return false;
 }
 
 struct Best {
@@ -53,51 +55,92 @@ struct Best {
   bool found() const { return index != std::numeric_limits<size_t>::max(); }
 };
 
-// Brief timing, early stop, full timing, and the check of a would-be best. Fills `log`; updates
-// `best` when the candidate wins so far.
-void measure_candidate(const TuneHooks& hooks, const TuneOptions& o, size_t index,
-                       const CompiledCandidate& cc, CandidateLog& log, Best& best) {
-  const ops::Config& cfg = log.config;
-  auto t0 = Clock::now();
+// What a device worker measured for one candidate, before any decision that depends on the
+// candidates before it: the brief timing and, unless early stop is already certain, the full one.
+struct Probe {
+  std::string brief_error, full_error; // guarded(): "" when the call returned
   Measurement brief, full;
-  if (!guarded(log, "measure", [&] { brief = hooks.measure(cfg, cc, o.brief_iters); })) return;
-  log.brief_median_ms = brief.median_ms();
-  if (!std::isfinite(log.brief_median_ms) || log.brief_median_ms < 0) {
-    log.status = CandidateStatus::run_failed;
-    log.reason = "measure returned no valid samples";
-    return;
-  }
-  if (since(t0) > o.per_config_seconds) {
-    log.measure_s = since(t0);
-    log.status = CandidateStatus::timed_out;
-    log.reason = "brief measurement took " + std::to_string(log.measure_s) + " s > limit " +
-                 std::to_string(o.per_config_seconds) + " s";
-    return;
+  double brief_s = -1, total_s = -1;
+  bool full_run = false;
+};
+
+// Runs on the candidate's device worker. `best_ms` is the best median folded so far (infinity
+// when none). Bests only get faster as the fold goes on and the ratio is >= 0, so a brief median
+// over ratio x best_ms is over ratio x the best at the candidate's fold too: skipping the full
+// timing then skips nothing the one-device search would run. Otherwise the full timing is taken
+// even if the fold may still early-stop the candidate (a faster best may arrive in between); the
+// fold then ignores it.
+Probe probe(const TuneHooks& hooks, const TuneOptions& o, int device, const ops::Config& cfg,
+            const CompiledCandidate& cc, double best_ms) {
+  Probe p;
+  auto t0 = Clock::now();
+  p.brief_error =
+      guarded("measure", [&] { p.brief = hooks.measure(device, cfg, cc, o.brief_iters); });
+  p.brief_s = since(t0);
+  double brief_ms = p.brief.median_ms();
+  if (!p.brief_error.empty() || !std::isfinite(brief_ms) || brief_ms < 0 ||
+      p.brief_s > o.per_config_seconds)
+    return p;
+  if (o.early_stop_ratio >= 0 && brief_ms > o.early_stop_ratio * best_ms) return p;
+  p.full_error = guarded("measure", [&] { p.full = hooks.measure(device, cfg, cc, o.full_iters); });
+  p.total_s = since(t0);
+  p.full_run = p.full_error.empty();
+  return p;
+}
+
+// One candidate in flight: compiled, and (when `device` >= 0) measured or being measured there.
+struct Pending {
+  size_t index = 0;
+  CandidateLog log;
+  int device = -1; // the device it holds until it is folded; -1: decided without measuring
+  CompiledCandidate compiled;
+  Probe probe;
+  std::future<void> measured;
+};
+
+void decide(CandidateLog& log, CandidateStatus status, std::string reason) {
+  log.status = status;
+  log.reason = std::move(reason);
+}
+
+// The decisions of the one-device search, in candidate order, from the candidate's probe: early
+// stop against the best so far, the limits, and the check of a would-be best, run on the device
+// that measured it. Fills `p.log`; updates `best` when the candidate wins so far.
+void fold(const TuneHooks& hooks, const TuneOptions& o, DeviceWorkers& workers, Pending& p,
+          Best& best) {
+  CandidateLog& log = p.log;
+  std::string worker_error = guarded("device worker", [&] { p.measured.get(); });
+  if (!worker_error.empty()) return decide(log, CandidateStatus::run_failed, worker_error);
+  const Probe& pr = p.probe;
+  if (!pr.brief_error.empty()) return decide(log, CandidateStatus::run_failed, pr.brief_error);
+  log.brief_median_ms = pr.brief.median_ms();
+  if (!std::isfinite(log.brief_median_ms) || log.brief_median_ms < 0)
+    return decide(log, CandidateStatus::run_failed, "measure returned no valid samples");
+  if (pr.brief_s > o.per_config_seconds) {
+    log.measure_s = pr.brief_s;
+    return decide(log, CandidateStatus::timed_out,
+                  "brief measurement took " + std::to_string(log.measure_s) + " s > limit " +
+                      std::to_string(o.per_config_seconds) + " s");
   }
   if (best.found() && log.brief_median_ms > o.early_stop_ratio * best.ms) {
-    log.measure_s = since(t0);
-    log.status = CandidateStatus::early_stopped;
+    log.measure_s = pr.brief_s;
     std::ostringstream why;
-    why << "brief median " << ms_str(log.brief_median_ms) << " over " << brief.ms.size()
+    why << "brief median " << ms_str(log.brief_median_ms) << " over " << pr.brief.ms.size()
         << " runs > " << o.early_stop_ratio << " x best " << ms_str(best.ms);
-    log.reason = why.str();
-    return;
+    return decide(log, CandidateStatus::early_stopped, why.str());
   }
-  if (!guarded(log, "measure", [&] { full = hooks.measure(cfg, cc, o.full_iters); })) return;
-  log.measure_s = since(t0);
-  log.median_ms = full.median_ms();
-  log.iqr_ms = full.iqr_ms();
-  if (!std::isfinite(log.median_ms) || log.median_ms < 0) {
-    log.status = CandidateStatus::run_failed;
-    log.reason = "measure returned no valid samples";
-    return;
-  }
-  if (log.measure_s > o.per_config_seconds) {
-    log.status = CandidateStatus::timed_out;
-    log.reason = "measurement took " + std::to_string(log.measure_s) + " s > limit " +
-                 std::to_string(o.per_config_seconds) + " s";
-    return;
-  }
+  internal_assert(pr.full_run || !pr.full_error.empty())
+      << "the probe stopped early although the fold would not";
+  if (!pr.full_error.empty()) return decide(log, CandidateStatus::run_failed, pr.full_error);
+  log.measure_s = pr.total_s;
+  log.median_ms = pr.full.median_ms();
+  log.iqr_ms = pr.full.iqr_ms();
+  if (!std::isfinite(log.median_ms) || log.median_ms < 0)
+    return decide(log, CandidateStatus::run_failed, "measure returned no valid samples");
+  if (log.measure_s > o.per_config_seconds)
+    return decide(log, CandidateStatus::timed_out,
+                  "measurement took " + std::to_string(log.measure_s) + " s > limit " +
+                      std::to_string(o.per_config_seconds) + " s");
   log.status = CandidateStatus::measured;
   if (best.found() && log.median_ms >= best.ms) {
     log.reason = "median " + ms_str(log.median_ms) + " >= best " + ms_str(best.ms) +
@@ -105,25 +148,32 @@ void measure_candidate(const TuneHooks& hooks, const TuneOptions& o, size_t inde
     return;
   }
   // Only a checked candidate may become the best, so a fast wrong kernel never wins.
-  if (!hooks.check_correct) {
-    log.status = CandidateStatus::incorrect;
-    log.reason = "no check_correct hook: an unchecked candidate cannot win";
-    return;
-  }
+  if (!hooks.check_correct)
+    return decide(log, CandidateStatus::incorrect,
+                  "no check_correct hook: an unchecked candidate cannot win");
   auto c0 = Clock::now();
   bool ok = false;
   std::string why;
-  if (!guarded(log, "check_correct", [&] { ok = hooks.check_correct(cfg, cc, &why); })) return;
+  std::string error;
+  std::string worker = guarded("device worker", [&] {
+    workers
+        .run(p.device,
+             [&] {
+               error = guarded("check_correct", [&] {
+                 ok = hooks.check_correct(p.device, log.config, p.compiled, &why);
+               });
+             })
+        .get();
+  });
+  if (!worker.empty() || !error.empty())
+    return decide(log, CandidateStatus::run_failed, worker.empty() ? error : worker);
   log.check_s = since(c0);
-  if (!ok) {
-    log.status = CandidateStatus::incorrect;
-    log.reason = why.empty() ? "check_correct failed" : why;
-    return;
-  }
+  if (!ok)
+    return decide(log, CandidateStatus::incorrect, why.empty() ? "check_correct failed" : why);
   log.reason = "correct";
-  best.index = index;
+  best.index = p.index;
   best.ms = log.median_ms;
-  best.measurement = std::move(full);
+  best.measurement = pr.full;
 }
 
 CandidateLog log_for(const Candidate& c) {
@@ -180,10 +230,61 @@ std::map<std::string, int64_t> TuneResult::status_counts() const {
   return out;
 }
 
+namespace {
+
+// Prepares candidate `p.index`: the budget, its compile, the post-compile checks. Returns whether
+// it needs measuring (then `p.compiled` holds what to measure).
+bool prepare(const TuneHooks& hooks, const TuneOptions& o, Clock::time_point t0, CompilePool& pool,
+             Pending& p) {
+  CandidateLog& log = p.log;
+  if (o.budget_seconds > 0 && since(t0) > o.budget_seconds) {
+    decide(log, CandidateStatus::skipped,
+           "budget of " + std::to_string(o.budget_seconds) + " s spent");
+    return false;
+  }
+  CompilePool::Outcome out = pool.wait(p.index);
+  log.compile_s = out.seconds;
+  using Kind = CompilePool::Outcome::Kind;
+  if (out.kind == Kind::timed_out) {
+    decide(log, CandidateStatus::timed_out,
+           "compile took longer than the limit of " + std::to_string(o.per_config_seconds) + " s");
+  } else if (out.kind == Kind::user_error) {
+    decide(log, CandidateStatus::verify_failed, out.error);
+  } else if (out.kind == Kind::error) {
+    decide(log, CandidateStatus::compile_failed, out.error);
+  } else if (log.registers = out.compiled.usage.registers;
+             !post_compile_reject(out.compiled.usage).empty()) {
+    decide(log, CandidateStatus::spills, post_compile_reject(out.compiled.usage));
+  } else if (!hooks.measure) {
+    decide(log, CandidateStatus::compiled,
+           hooks.why_no_measure.empty() ? "compile only: no measure hook"
+                                        : "compile only: " + hooks.why_no_measure);
+  } else {
+    p.compiled = std::move(out.compiled);
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+// With D devices, up to D candidates are measured at once, each on its own device's worker,
+// and folded strictly in candidate order by the same rules as one device. What is identical
+// for any D: given the same measurements (samples per config), the statuses, reasons, medians,
+// the winner, which candidates were checked and how often, and so the tuning-db entry and
+// status counts. What is not: the timings themselves on real GPUs (two devices of one model
+// still differ by clocks and temperature, so a close race can go either way), the wall and
+// per-stage seconds, which candidates a wall-clock budget reaches (D devices reach more), and
+// the number of measure calls (a candidate is timed fully unless its early stop is already
+// certain when it starts; see probe()). A device measures one candidate at a time, so no two
+// timings overlap on one device; a device stays with its candidate until it is folded.
 TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOptions& o) {
   if (!hooks.compile)
     user_error() << "tune: no compile hook; the CUDA backend provides one through "
                     "tp::autotune::set_default_hooks, or pass TuneHooks explicitly";
+  if (hooks.measure && hooks.devices < 1)
+    user_error() << "tune: the hooks measure on " << hooks.devices
+                 << " devices; a backend that measures needs at least 1";
   auto t0 = Clock::now();
   TuneResult r;
   r.neutral = space.neutral;
@@ -196,51 +297,45 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
     int threads = o.compile_threads > 0
                       ? o.compile_threads
                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    // Compile-only runs may race ahead freely; with measurement, a few configs per thread ahead
-    // keep the GPU fed without holding hundreds of loaded modules.
-    size_t window = hooks.measure ? static_cast<size_t>(4 * threads) : n;
+    const int devices = hooks.measure ? hooks.devices : 1;
+    // Compile-only runs may race ahead freely; with measurement, a few configs per thread (and
+    // device) ahead keep the GPUs fed without holding hundreds of loaded modules.
+    size_t window = hooks.measure ? static_cast<size_t>(4 * std::max(threads, devices)) : n;
     CompilePool pool(hooks.compile, std::move(configs), threads, window, o.per_config_seconds);
     bool draw =
         o.progress == TuneOptions::Progress::on ||
         (o.progress == TuneOptions::Progress::automatic && ProgressBar::stderr_is_terminal());
     ProgressBar bar(draw, o.label.empty() ? "tune" : o.label, n);
     bar.update(0, "");
-    for (size_t i = 0; i < n; ++i) {
-      CandidateLog log = log_for(space.kept[i]);
-      if (o.budget_seconds > 0 && since(t0) > o.budget_seconds) {
-        log.status = CandidateStatus::skipped;
-        log.reason = "budget of " + std::to_string(o.budget_seconds) + " s spent";
-        r.log.push_back(std::move(log));
-        continue;
+    std::deque<Pending> pending; // candidate order; outlives the workers that fill its probes
+    std::vector<bool> busy(devices, false);
+    DeviceWorkers workers(devices);
+    size_t next = 0;
+    while (next < n || !pending.empty()) {
+      // Start candidates while a device is free; each is measured against the best so far.
+      for (auto free = std::find(busy.begin(), busy.end(), false); next < n && free != busy.end();
+           free = std::find(busy.begin(), busy.end(), false)) {
+        Pending& p = pending.emplace_back();
+        p.index = next;
+        p.log = log_for(space.kept[next++]);
+        if (!prepare(hooks, o, t0, pool, p)) continue;
+        p.device = static_cast<int>(free - busy.begin());
+        *free = true;
+        double best_ms = best.ms;
+        p.measured = workers.run(p.device, [&hooks, &o, &p, best_ms] {
+          p.probe = probe(hooks, o, p.device, p.log.config, p.compiled, best_ms);
+        });
       }
-      CompilePool::Outcome out = pool.wait(i);
-      log.compile_s = out.seconds;
-      using Kind = CompilePool::Outcome::Kind;
-      if (out.kind == Kind::timed_out) {
-        log.status = CandidateStatus::timed_out;
-        log.reason =
-            "compile took longer than the limit of " + std::to_string(o.per_config_seconds) + " s";
-      } else if (out.kind == Kind::user_error) {
-        log.status = CandidateStatus::verify_failed;
-        log.reason = out.error;
-      } else if (out.kind == Kind::error) {
-        log.status = CandidateStatus::compile_failed;
-        log.reason = out.error;
-      } else if (log.registers = out.compiled.usage.registers;
-                 !post_compile_reject(out.compiled.usage).empty()) {
-        log.status = CandidateStatus::spills;
-        log.reason = post_compile_reject(out.compiled.usage);
-      } else if (!hooks.measure) {
-        log.status = CandidateStatus::compiled;
-        log.reason = hooks.why_no_measure.empty() ? "compile only: no measure hook"
-                                                  : "compile only: " + hooks.why_no_measure;
-      } else {
-        measure_candidate(hooks, o, i, out.compiled, log, best);
+      Pending& p = pending.front();
+      if (p.device >= 0) {
+        fold(hooks, o, workers, p, best);
+        busy[p.device] = false;
       }
-      r.log.push_back(std::move(log));
-      bar.update(i + 1, best.found() ? "best " + ms_str(best.ms) + " " +
-                                           ops::config_str(r.log[best.index].config)
-                                     : "");
+      r.log.push_back(std::move(p.log));
+      pending.pop_front(); // drops the artifact: the candidate is decided
+      bar.update(r.log.size(), best.found() ? "best " + ms_str(best.ms) + " " +
+                                                  ops::config_str(r.log[best.index].config)
+                                            : "");
     }
   } // the pool waits here for compiles still running (each at most its limit)
   if (best.found()) {

@@ -1,5 +1,7 @@
 // The measured search over a pruned config space. Candidates compile in parallel on CPU threads
-// while the calling thread checks and times earlier ones (the GPU measures one at a time). A
+// while earlier ones are timed, one at a time per device, on every device the hooks measure on;
+// results are folded in candidate order, so the search's decisions do not depend on how many
+// devices measured (Tuner.cpp says exactly what does). A
 // candidate that fails to compile or verify, spills, overruns its time limit, or computes wrong
 // results is recorded and skipped, never fatal; only a candidate that passed check_correct can
 // win. Early stop: each candidate is first timed briefly and dropped when its median is far

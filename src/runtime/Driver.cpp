@@ -1,9 +1,11 @@
 // Loading libcuda.so.1, error reporting for driver calls, the lazily current primary context,
 // and device queries.
 #include "runtime/Driver.h"
+#include "runtime/ThreadDevice.h"
 
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include "tilepilot/error.h"
@@ -137,31 +139,66 @@ int selected_device_ordinal() {
   return ordinal;
 }
 
-CUdevice ensure_context() {
-  struct Primary {
-    CUdevice device = 0;
-    CUcontext ctx = nullptr;
-  };
-  // The primary context is retained once and never released: it lives as long as the process,
-  // and releasing it during static destruction would race the driver's own teardown.
-  static const Primary primary = [] {
-    Driver& d = driver();
-    int ordinal = selected_device_ordinal(), count = 0;
-    TILEPILOT_CU(d.cuDeviceGetCount(&count));
-    if (ordinal >= count)
-      user_error() << "TILEPILOT_DEVICE=" << ordinal << " but this machine has " << count
+namespace {
+
+thread_local int bound_ordinal = -1; // DeviceScope; -1: the selected device
+
+struct Primary {
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+};
+
+// Each device's primary context is retained once and never released: it lives as long as the
+// process, and releasing it during static destruction would race the driver's own teardown.
+Primary primary_context(int ordinal) {
+  static std::mutex mu;
+  static auto& retained = *new std::map<int, Primary>; // never destroyed, like the contexts
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = retained.find(ordinal); it != retained.end()) return it->second;
+  Driver& d = driver();
+  int count = 0;
+  TILEPILOT_CU(d.cuDeviceGetCount(&count));
+  if (ordinal >= count) {
+    if (bound_ordinal >= 0)
+      user_error() << "device " << ordinal << " was asked for, but this machine has " << count
                    << " CUDA device(s)";
-    Primary p;
-    TILEPILOT_CU(d.cuDeviceGet(&p.device, ordinal));
-    TILEPILOT_CU(d.cuDevicePrimaryCtxRetain(&p.ctx, p.device));
-    return p;
-  }();
-  thread_local CUcontext current = nullptr; // the current context is per thread
-  if (current != primary.ctx) {
-    TILEPILOT_CU(driver().cuCtxSetCurrent(primary.ctx));
-    current = primary.ctx;
+    user_error() << "TILEPILOT_DEVICE=" << ordinal << " but this machine has " << count
+                 << " CUDA device(s)";
   }
-  return primary.device;
+  Primary p;
+  TILEPILOT_CU(d.cuDeviceGet(&p.device, ordinal));
+  TILEPILOT_CU(d.cuDevicePrimaryCtxRetain(&p.ctx, p.device));
+  return retained.emplace(ordinal, p).first->second;
+}
+
+} // namespace
+
+DeviceScope::DeviceScope(int ordinal) : previous_(bound_ordinal) {
+  if (ordinal < 0) user_error() << "DeviceScope: device ordinal " << ordinal << " is negative";
+  bound_ordinal = ordinal;
+}
+
+DeviceScope::~DeviceScope() {
+  bound_ordinal = previous_;
+}
+
+int thread_device_ordinal() {
+  return bound_ordinal >= 0 ? bound_ordinal : selected_device_ordinal();
+}
+
+CUdevice ensure_context() {
+  // The current context is per thread; this thread's last one is remembered so that the hot
+  // path (every launch and copy) costs no driver call and no lock.
+  thread_local int current_ordinal = -1;
+  thread_local Primary current;
+  int ordinal = thread_device_ordinal();
+  if (ordinal != current_ordinal) {
+    Primary p = primary_context(ordinal);
+    TILEPILOT_CU(driver().cuCtxSetCurrent(p.ctx));
+    current = p;
+    current_ordinal = ordinal;
+  }
+  return current.device;
 }
 
 std::string arch_for(int cc_major, int cc_minor) {

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "runtime/Driver.h"
 #include "runtime/KernelCache.h"
+#include "runtime/ThreadDevice.h"
 #include "tilepilot/error.h"
 
 namespace tp::rt {
@@ -44,8 +46,11 @@ void compile_through_cache(JitKernel& k, const std::string& source, const std::s
 }
 
 std::mutex loaded_mutex;
-std::map<std::pair<std::string, std::string>, JitKernel>& loaded() {
-  static std::map<std::pair<std::string, std::string>, JitKernel> m;
+// Keyed by device too: a module belongs to the context it was loaded in, so each device the
+// process uses loads its own.
+using LoadedKey = std::tuple<int, std::string, std::string>; // (device, cache key, entry)
+std::map<LoadedKey, JitKernel>& loaded() {
+  static std::map<LoadedKey, JitKernel> m;
   return m;
 }
 
@@ -69,7 +74,7 @@ JitKernel jit_load(const std::string& source, const std::string& entry,
   if (!bypass_cache) {
     auto t0 = Clock::now();
     std::lock_guard<std::mutex> lock(loaded_mutex);
-    auto it = loaded().find({k.key, entry});
+    auto it = loaded().find({thread_device_ordinal(), k.key, entry});
     if (it != loaded().end()) {
       JitKernel warm = it->second;
       warm.cache_hit = warm.in_process_hit = true;
@@ -93,7 +98,7 @@ JitKernel jit_load(const std::string& source, const std::string& entry,
     // The usual cause: a cubin for another architecture (SASS does not cross major versions).
     if (device_arch != arch)
       user_error() << "cannot load kernel '" << entry << "': it was compiled for " << arch
-                   << " but device " << selected_device_ordinal() << " is " << device_arch
+                   << " but device " << thread_device_ordinal() << " is " << device_arch
                    << " (cuModuleLoadData: " << cu_error_text(r) << "); compile with --arch "
                    << device_arch;
   }
@@ -107,7 +112,7 @@ JitKernel jit_load(const std::string& source, const std::string& entry,
   k.module_load_seconds = since(t0);
   if (!bypass_cache) {
     std::lock_guard<std::mutex> lock(loaded_mutex);
-    loaded().emplace(std::make_pair(k.key, entry), k);
+    loaded().emplace(LoadedKey{thread_device_ordinal(), k.key, entry}, k);
   }
   return k;
 }

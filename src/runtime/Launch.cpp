@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "runtime/Driver.h"
+#include "runtime/ThreadDevice.h"
 #include "tilepilot/error.h"
 
 namespace tp::rt {
@@ -84,7 +85,7 @@ void launch(CUfunction fn, const LaunchConfig& c, void** args) {
     if (c.shared_bytes + unsigned(static_bytes) > unsigned(optin))
       user_error() << "kernel needs " << c.shared_bytes << " bytes of dynamic + " << static_bytes
                    << " bytes of static shared memory per block, but device "
-                   << selected_device_ordinal() << " allows at most " << optin;
+                   << thread_device_ordinal() << " allows at most " << optin;
     TILEPILOT_CU(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                       int(c.shared_bytes)));
     remember_shared_limit(fn, c.shared_bytes);

@@ -1,6 +1,7 @@
 // Test-only fakes of the tuner's backend hooks: a FakeBackend decides, per config, how long a
 // compile takes, whether it fails or spills, how fast the kernel "runs" and whether it is
-// correct, and counts every call. Nothing here touches NVRTC or a GPU.
+// correct, and counts every call; measure and check_correct accept `devices` fake devices and
+// record when each call ran on which. Nothing here touches NVRTC or a GPU.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,6 +39,27 @@ struct FakeBackend {
   std::atomic<int> running{0}, max_running{0};
   std::mutex mu;
   std::vector<std::pair<std::string, int>> measure_calls; // (config, iters), in call order
+  int devices = 1;         // the fake devices measure and check_correct accept
+  int failing_device = -1; // measure throws on this device, whatever the config
+  struct Use {
+    int device;
+    std::string what; // "measure bm=16", "check bm=16"
+    std::chrono::steady_clock::time_point begin, end;
+  };
+  std::vector<Use> uses; // every measure and check_correct call, when it ran and where
+};
+
+/// Records one hook call's interval on its device (also when the call throws).
+struct Interval {
+  FakeBackend& fb;
+  FakeBackend::Use use;
+  Interval(FakeBackend& b, int device, std::string what)
+      : fb(b), use{device, std::move(what), std::chrono::steady_clock::now(), {}} {}
+  ~Interval() {
+    use.end = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(fb.mu);
+    fb.uses.push_back(use);
+  }
 };
 
 inline void fake_sleep(double s) {
@@ -61,7 +84,11 @@ inline TuneHooks fake_hooks(std::shared_ptr<FakeBackend> fb) {
     cc.artifact = std::make_shared<int>(42);
     return cc;
   };
-  h.check_correct = [fb](const ops::Config& c, const CompiledCandidate& cc, std::string* why) {
+  h.devices = fb->devices;
+  h.check_correct = [fb](int device, const ops::Config& c, const CompiledCandidate& cc,
+                         std::string* why) {
+    if (device < 0 || device >= fb->devices) throw std::logic_error("check_correct: bad device");
+    Interval on(*fb, device, "check " + ops::config_str(c));
     ++fb->checks;
     if (!cc.artifact) throw std::logic_error("check_correct got no artifact");
     if (fb->behaviour(c).wrong) {
@@ -70,7 +97,9 @@ inline TuneHooks fake_hooks(std::shared_ptr<FakeBackend> fb) {
     }
     return true;
   };
-  h.measure = [fb](const ops::Config& c, const CompiledCandidate&, int iters) {
+  h.measure = [fb](int device, const ops::Config& c, const CompiledCandidate&, int iters) {
+    if (device < 0 || device >= fb->devices) throw std::logic_error("measure: bad device");
+    Interval on(*fb, device, "measure " + ops::config_str(c));
     FakeBehaviour b = fb->behaviour(c);
     ++fb->measures;
     {
@@ -79,6 +108,8 @@ inline TuneHooks fake_hooks(std::shared_ptr<FakeBackend> fb) {
     }
     fake_sleep(b.measure_sleep_s);
     if (b.measure_throws) throw std::runtime_error("fake launch failure");
+    if (device == fb->failing_device)
+      throw std::runtime_error("fake device " + std::to_string(device) + " lost");
     return Measurement{std::vector<double>(iters, b.ms)};
   };
   return h;

@@ -158,6 +158,8 @@ void run_tune(const Args& a, int* rc) {
   if (space.kept.empty())
     return finish("no_candidate", "no config survives pruning; widen --space", 1);
 
+  j["devices"] = hooks->devices;
+  if (!a.json && !hooks->devices_note.empty()) std::cout << hooks->devices_note << "\n";
   TuneResult r = tune(space, *hooks, o);
   j["result"] = to_json(r);
   if (!a.json) print_result(r);
