@@ -11,6 +11,7 @@
 
 #include "autotune/CompilePool.h"
 #include "autotune/Progress.h"
+#include "tilepilot/device_error.h"
 #include "tilepilot/error.h"
 
 namespace tp::autotune {
@@ -30,12 +31,15 @@ std::string ms_str(double ms) {
   return s.str();
 }
 
-// Runs a check/measure hook, turning an exception into a run_failed record.
+// Runs a check/measure hook, turning an exception into a run_failed record. A DeviceFault is
+// not one candidate's problem: the context is lost, so tune() stops the search (it propagates).
 template <typename F>
 bool guarded(CandidateLog& log, const char* what, F&& f) {
   try {
     f();
     return true;
+  } catch (const DeviceFault&) {
+    throw;
   } catch (const std::exception& e) {
     log.status = CandidateStatus::run_failed;
     log.reason = std::string(what) + " threw: " + e.what();
@@ -188,6 +192,7 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
   TuneResult r;
   r.neutral = space.neutral;
   Best best;
+  std::string faulted; // the config that faulted, once one has
   const size_t n = space.kept.size();
   {
     std::vector<ops::Config> configs;
@@ -207,6 +212,14 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
     bar.update(0, "");
     for (size_t i = 0; i < n; ++i) {
       CandidateLog log = log_for(space.kept[i]);
+      if (r.device_fault) {
+        // Every GPU call fails once the context is lost; measuring on would fail each later
+        // candidate with the same error, so they are skipped with the cause instead.
+        log.status = CandidateStatus::skipped;
+        log.reason = "not measured: the GPU context was lost when " + faulted + " faulted";
+        r.log.push_back(std::move(log));
+        continue;
+      }
       if (o.budget_seconds > 0 && since(t0) > o.budget_seconds) {
         log.status = CandidateStatus::skipped;
         log.reason = "budget of " + std::to_string(o.budget_seconds) + " s spent";
@@ -235,7 +248,14 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
         log.reason = hooks.why_no_measure.empty() ? "compile only: no measure hook"
                                                   : "compile only: " + hooks.why_no_measure;
       } else {
-        measure_candidate(hooks, o, i, out.compiled, log, best);
+        try {
+          measure_candidate(hooks, o, i, out.compiled, log, best);
+        } catch (const DeviceFault& e) {
+          log.status = CandidateStatus::run_failed;
+          log.reason = "the GPU faulted running this config: " + reason_text(e);
+          r.device_fault = std::current_exception();
+          faulted = ops::config_str(log.config);
+        }
       }
       r.log.push_back(std::move(log));
       bar.update(i + 1, best.found() ? "best " + ms_str(best.ms) + " " +
@@ -243,7 +263,7 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
                                      : "");
     }
   } // the pool waits here for compiles still running (each at most its limit)
-  if (best.found()) {
+  if (best.found() && !r.device_fault) { // after a fault nothing is a result to store
     r.found = true;
     r.best = r.log[best.index].config;
     r.best_measurement = std::move(best.measurement);
@@ -259,6 +279,10 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
   }
   r.wall_s = since(t0);
   return r;
+}
+
+void rethrow_device_fault(const TuneResult& r) {
+  if (r.device_fault) std::rethrow_exception(r.device_fault);
 }
 
 double full_median_ms(const TuneResult& r, const ops::Config& config) {
@@ -287,6 +311,13 @@ nlohmann::json to_json(const CandidateLog& c) {
 nlohmann::json to_json(const TuneResult& r) {
   nlohmann::json j;
   j["found"] = r.found;
+  if (r.device_fault) {
+    try {
+      std::rethrow_exception(r.device_fault);
+    } catch (const std::exception& e) {
+      j["device_fault"] = reason_text(e);
+    }
+  }
   if (r.found) {
     j["best"] = {{"config", r.best},
                  {"ms_median", r.best_measurement.median_ms()},
