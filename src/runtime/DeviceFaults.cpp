@@ -88,7 +88,9 @@ const char* known_cu_error_name(CUresult r) {
 
 std::string LaunchRecord::str() const {
   std::ostringstream s;
-  s << (kernel.empty() ? "a reference or framework kernel" : "'" + kernel + "'") << " (grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", block "
+  s << (kernel.empty() ? "an unnamed kernel (a reference, framework or raw launch)"
+                       : "'" + kernel + "'")
+    << " (grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", block "
     << block[0] << "x" << block[1] << "x" << block[2] << ", " << shared_bytes
     << " B dynamic shared memory" << (context.empty() ? "" : "; " + context) << ")";
   return s.str();
@@ -148,7 +150,7 @@ void throw_cu_failure(CUresult r, const std::string& call, uint64_t bytes) {
     std::ostringstream m;
     m << "error: out of device memory: " << call;
     if (bytes) m << " of " << format_bytes(bytes) << " (" << bytes << " bytes)";
-    m << " failed on device " << selected_device_ordinal() << " with " << text;
+    m << " failed: " << text << " on device " << selected_device_ordinal();
     size_t free = 0, total = 0;
     if (driver_available() && driver().cuMemGetInfo(&free, &total) == CUDA_SUCCESS)
       m << "; " << format_bytes(free) << " of " << format_bytes(total) << " is free";

@@ -25,7 +25,7 @@ const char* known_cu_error_name(CUresult r);
 
 /// The last kernel launched in this process, as a fault message names it.
 struct LaunchRecord {
-  std::string kernel; // "" for a launch through rt::launch alone (reference, framework)
+  std::string kernel; // "" for a launch through rt::launch alone (reference, framework, raw)
   std::array<unsigned, 3> grid{}, block{};
   unsigned shared_bytes = 0;
   std::string context; // the LaunchContext active at the launch ("" when none)

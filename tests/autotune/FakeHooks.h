@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autotune/Hooks.h"
+#include "runtime/Driver.h"
 #include "tilepilot/error.h"
 #include "tilepilot/runtime.h"
 
@@ -26,6 +27,7 @@ struct FakeBehaviour {
   bool measure_throws = false;
   int spill_bytes = 0;
   bool wrong = false; // check_correct fails
+  bool measure_faults = false; // measure hits a sticky CUDA error (tp::DeviceFault)
 };
 
 /// Shared by the hooks through shared_ptr, so an abandoned compile never outlives it.
@@ -79,6 +81,7 @@ inline TuneHooks fake_hooks(std::shared_ptr<FakeBackend> fb) {
     }
     fake_sleep(b.measure_sleep_s);
     if (b.measure_throws) throw std::runtime_error("fake launch failure");
+    if (b.measure_faults) rt::check_cu(CUDA_ERROR_ILLEGAL_ADDRESS, "cuEventSynchronize(stop_)");
     return Measurement{std::vector<double>(iters, b.ms)};
   };
   return h;

@@ -1,0 +1,143 @@
+// What a GPU fault or device out-of-memory does end to end, on a machine without a GPU: the
+// fake driver (fake_cuda/FakeCuda.cpp, loaded in place of libcuda.so.1) fails one chosen call.
+// The CLI tests start `tilepilot` with it; the dispatcher tests run in this process, which
+// ctest starts with it on LD_LIBRARY_PATH (they skip when another driver was loaded). This
+// folder is not a src/ area: it checks how the runtime, tuner, pilot, dispatcher and CLI
+// behave together when the driver fails.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "RunCli.h"
+#include "ops/Operator.h"
+#include "runtime/DeviceBuffer.h"
+#include "runtime/Driver.h"
+#include "tilepilot/device_error.h"
+#include "tilepilot/dispatch.h"
+
+using namespace tp;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// `tilepilot args` on the fake driver, with `fail` ("cuCtxSynchronize=700") injected.
+testing::CliResult run_faulty(const std::string& args, const std::string& fail,
+                              const std::string& extra_env = "") {
+  return testing::run_cli(args, std::string("LD_LIBRARY_PATH=") + TILEPILOT_FAKE_CUDA_DIR +
+                                    " TILEPILOT_FAKE_CU_FAIL=" + fail + " " + extra_env);
+}
+
+std::string temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() /
+               ("tp-faults-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+using FailFn = void (*)(const char*, int, int);
+/// The fake driver's injection entry point when this process runs on it, else nullptr.
+FailFn fake_driver() {
+  if (!rt::driver_available()) return nullptr;
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  return h ? reinterpret_cast<FailFn>(dlsym(h, "tilepilot_fake_cu_fail")) : nullptr;
+}
+
+const char* kShape = "--shape M=64,N=64,K=64";
+
+} // namespace
+
+TEST(FakeDriverCli, AFaultAtTheSyncExits4NamingTheKernelAndHowToReproduce) {
+  auto r = run_faulty(std::string("check gemm --backend cuda ") + kShape, "cuCtxSynchronize=700");
+  EXPECT_EQ(r.rc, 4) << r.out;
+  EXPECT_TRUE(has(r.out, "tilepilot check: error: the GPU stopped a kernel: cuCtxSynchronize "
+                         "reported CUDA_ERROR_ILLEGAL_ADDRESS"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "The last kernel TilePilot launched before this was 'gemm_nn' (grid "))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "The CUDA context is lost")) << r.out;
+  EXPECT_TRUE(has(r.out, "compute-sanitizer --tool memcheck ")) << r.out;
+  EXPECT_TRUE(has(r.out, " check gemm --backend cuda --shape M=64,N=64,K=64")) << r.out;
+  EXPECT_FALSE(has(r.out, "internal error")) << r.out;
+}
+
+TEST(FakeDriverCli, OutOfDeviceMemoryExits2WithTheBytes) {
+  auto r = run_faulty(std::string("check gemm --backend cuda ") + kShape, "cuMemAlloc=2");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "error: out of device memory: cuMemAlloc of ")) << r.out;
+  EXPECT_TRUE(has(r.out, " bytes) failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory) on device 0; "
+                         "1.00 GiB of 4.00 GiB is free"))
+      << r.out;
+}
+
+TEST(FakeDriverCli, TuneStopsAtTheFaultStoresNothingAndExits4) {
+  const std::string db = temp_dir("tune-db");
+  auto r = run_faulty(std::string("tune gemm ") + kShape +
+                          " --space 'bm=64,bn=64|128,stages=2,threads=128,swizzle=0,cluster=1'",
+                      "cuEventSynchronize=700", "TILEPILOT_TUNE_DB=" + db);
+  EXPECT_EQ(r.rc, 4) << r.out;
+  EXPECT_TRUE(has(r.out, "run_failed")) << r.out;
+  EXPECT_TRUE(has(r.out, "not measured: the GPU context was lost when ")) << r.out;
+  EXPECT_TRUE(has(r.out, "tilepilot tune: error: the GPU stopped a kernel: cuEventSynchronize "
+                         "reported CUDA_ERROR_ILLEGAL_ADDRESS"))
+      << r.out;
+  EXPECT_TRUE(fs::is_empty(db)) << "no tuning-db entry after a fault";
+  fs::remove_all(db);
+}
+
+TEST(FakeDriverDispatch, OutOfMemoryAtAPinnedLaunchFallsBackAndIsCounted) {
+  FailFn fail = fake_driver();
+  if (!fail) GTEST_SKIP() << "not running on the fake driver (run through ctest)";
+  const ops::Problem p = ops::find_operator("gemm").parse(
+      {{"M", "64"}, {"N", "64"}, {"K", "64"}}, DType::bf16);
+  ops::DispatchOptions o;
+  o.disable_libraries = {"cuBLASLt"}; // the fallback is the unfused reference kernel
+  ops::Dispatcher d(o);
+  d.pin("gemm", {"NVIDIA H200", "sm_90a"}, {{p, ops::default_config(p, "sm_90a")}});
+  rt::DeviceBuffer a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);
+  ops::DeviceView A{a.ptr(), DType::bf16, {64, 64}}, B{b.ptr(), DType::bf16, {64, 64}},
+      C{c.ptr(), DType::bf16, {64, 64}};
+  fail("cuLaunchKernel", 2, 1); // the pinned kernel's launch
+  d.gemm(A, B, C);
+  ops::OpCounters n = d.counters("gemm");
+  EXPECT_EQ(n.pinned, 0);
+  EXPECT_EQ(n.count(ops::FallbackReason::device_out_of_memory), 1);
+  EXPECT_EQ(n.fallbacks(), 1);
+  fail("", 0, 0);
+  d.gemm(A, B, C); // memory is back: the bucket was not marked broken
+  n = d.counters("gemm");
+  EXPECT_EQ(n.pinned, 1);
+  EXPECT_EQ(n.fallbacks(), 1);
+  EXPECT_TRUE(has(d.summary(), "device_out_of_memory 1")) << d.summary();
+}
+
+TEST(FakeDriverDispatch, AStickyFaultIsAClearErrorAndNeverFallsBack) {
+  FailFn fail = fake_driver();
+  if (!fail) GTEST_SKIP() << "not running on the fake driver (run through ctest)";
+  const ops::Problem p = ops::find_operator("gemm").parse(
+      {{"M", "64"}, {"N", "64"}, {"K", "64"}}, DType::bf16);
+  ops::Dispatcher d;
+  d.pin("gemm", {"NVIDIA H200", "sm_90a"}, {{p, ops::default_config(p, "sm_90a")}});
+  rt::DeviceBuffer a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);
+  ops::DeviceView A{a.ptr(), DType::bf16, {64, 64}}, B{b.ptr(), DType::bf16, {64, 64}},
+      C{c.ptr(), DType::bf16, {64, 64}};
+  d.gemm(A, B, C);
+  fail("cuLaunchKernel", 700, 1); // an earlier kernel's fault, reported at this launch
+  try {
+    d.gemm(A, B, C);
+    FAIL() << "no exception";
+  } catch (const DeviceFault& e) {
+    EXPECT_EQ(e.cu_error(), "CUDA_ERROR_ILLEGAL_ADDRESS");
+    EXPECT_TRUE(has(e.what(), "'gemm_nn' (grid ")) << e.what();
+    EXPECT_TRUE(has(e.what(), "dispatched device|")) << e.what();
+  }
+  ops::OpCounters n = d.counters("gemm");
+  EXPECT_EQ(n.pinned, 1);
+  EXPECT_EQ(n.fallbacks(), 0);
+  fail("", 0, 0);
+}
