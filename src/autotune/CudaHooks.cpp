@@ -8,6 +8,7 @@
 
 #include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "runtime/Jit.h"
 #include "runtime/Nvrtc.h"
@@ -91,7 +92,13 @@ cuda::CudaKernel& loaded(Shared& s, const CompiledCandidate& cc) {
   return *art->loaded;
 }
 
-Measurement measure(Shared& s, const CompiledCandidate& cc, int iters) {
+/// What a fault's message adds to the kernel name: which candidate of which problem ran.
+std::string candidate_text(const Shared& s, const ops::Config& c) {
+  return "tuning " + s.op->name() + " " + s.problem.shape_str() + " config " + ops::config_str(c);
+}
+
+Measurement measure(Shared& s, const ops::Config& c, const CompiledCandidate& cc, int iters) {
+  rt::LaunchContext context(candidate_text(s, c));
   cuda::CudaKernel& k = loaded(s, cc);
   if (!s.harness) s.harness = std::make_unique<rt::TimingHarness>();
   rt::Timing t =
@@ -103,6 +110,7 @@ Measurement measure(Shared& s, const CompiledCandidate& cc, int iters) {
 /// loaded kernel: exactly the binary that was measured. (A fresh build of the config would emit
 /// different buffer names and compile again.)
 bool check_correct(Shared& s, const ops::Config& c, const CompiledCandidate& cc, std::string* why) {
+  rt::LaunchContext context(candidate_text(s, c) + " (checking it)");
   cuda::CudaKernel& k = loaded(s, cc);
   ops::CheckOptions o;
   o.backend = "cuda";
@@ -145,8 +153,8 @@ TuneHooks cuda_tune_hooks(const ops::Operator& op, const ops::Problem& p, const 
     h.why_no_measure = "GPU " + std::to_string(dev->ordinal) + " (" + dev->name + ") is " +
                        dev->arch + ", not " + arch;
   } else {
-    h.measure = [s](const ops::Config&, const CompiledCandidate& cc, int iters) {
-      return measure(*s, cc, iters);
+    h.measure = [s](const ops::Config& c, const CompiledCandidate& cc, int iters) {
+      return measure(*s, c, cc, iters);
     };
     h.check_correct = [s](const ops::Config& c, const CompiledCandidate& cc, std::string* why) {
       return check_correct(*s, c, cc, why);

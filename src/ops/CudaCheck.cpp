@@ -1,6 +1,7 @@
 // GPU check runner.
 #include "ops/CudaCheck.h"
 
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "tilepilot/runtime.h"
 
@@ -34,6 +35,9 @@ CheckResult check_cuda(const Operator& op, const Problem& p, CheckOptions o) {
   return check_with(op, p, o, [&](const Kernel& k, std::vector<HostTensor>& args,
                                   const std::vector<std::array<int64_t, 3>>&) {
     rt::ensure_context();
+    // Named by a fault's message beside the kernel: the problem and config that ran.
+    rt::LaunchContext context("checking " + op.name() + " " + p.shape_str() +
+                              (o.config.empty() ? "" : " config " + config_str(o.config)));
     DeviceArgs d = DeviceArgs::upload(args);
     cuda::CudaKernel ck(k, arch);
     ck.launch(d.tensors);

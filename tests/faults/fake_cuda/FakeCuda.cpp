@@ -95,6 +95,12 @@ __attribute__((visibility("default"))) void tilepilot_fake_cu_fail(const char* f
 }
 
 CUresult CUDAAPI cuInit(unsigned) { return CUDA_SUCCESS; }
+// NVRTC asks a loaded driver for its private tables (and crashes when the symbol is missing);
+// "not found" makes it compile on its own, as with no driver.
+CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid*) {
+  *table = nullptr;
+  return CUDA_ERROR_NOT_FOUND;
+}
 CUresult CUDAAPI cuDriverGetVersion(int* v) {
   *v = CUDA_VERSION;
   return CUDA_SUCCESS;
