@@ -11,6 +11,8 @@
 #include <fstream>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -114,6 +116,41 @@ TEST(FakeDriverCli, TuneStopsAtTheFaultStoresNothingAndExits4) {
       << r.out;
   EXPECT_TRUE(fs::is_empty(db)) << "no tuning-db entry after a fault";
   fs::remove_all(db);
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The fault ends the run before anything is written: DIR keeps the earlier run's report, and
+// the hidden folder the run was writing is gone.
+TEST(FakeDriverCli, APilotThatFaultsLeavesTheEarlierReportAsItWas) {
+  const std::string d = temp_dir("pilot");
+  std::ofstream(d + "/spec.yaml") << "operator: gemm\ndevice: sm_90a\ndtypes: [bf16]\nshapes:\n"
+                                     "  representative:\n    - {M: 64, N: 64, K: 64}\n"
+                                     "reference: framework\ntolerance: {atol: 2e-2, rtol: 2e-2}\n"
+                                     "objective: {metric: weighted_latency, min_speedup: 1.1}\n"
+                                     "memory_limit_mb: 512\nmetrics: [correctness, warm, memory]\n"
+                                     "fallback: required\n";
+  const std::string args = "pilot " + d + "/spec.yaml --out " + d + "/out";
+  // The fake's kernels compute nothing, so this first run fails its correctness check: a
+  // complete report all the same.
+  auto first = run_faulty(args, "none=0");
+  ASSERT_EQ(first.rc, 1) << first.out;
+  const std::string report = read(d + "/out/report.json");
+  ASSERT_FALSE(report.empty());
+  auto r = run_faulty(args, "cuCtxSynchronize=700");
+  EXPECT_EQ(r.rc, 4) << r.out;
+  EXPECT_TRUE(has(r.out, "tilepilot pilot: error: the GPU stopped a kernel: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "checking gemm K=64,M=64,N=64,layout=nn config ")) << r.out;
+  EXPECT_EQ(read(d + "/out/report.json"), report);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(d))
+    entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"out", "spec.yaml"}));
+  fs::remove_all(d);
 }
 
 TEST(FakeDriverDispatch, OutOfMemoryAtAPinnedLaunchFallsBackAndIsCounted) {
