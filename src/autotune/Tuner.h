@@ -60,12 +60,12 @@ struct TuneResult {
   /// The tp::DeviceFault that stopped the search: that candidate is run_failed, the later ones
   /// skipped, and nothing is found, so nothing gets stored. Null when no candidate faulted.
   std::exception_ptr device_fault;
-  ops::Config best;   // valid when found
+  ops::Config best; // valid when found
   Measurement best_measurement;
   std::vector<CandidateLog> log; // every candidate: kept ones in search order, then pruned ones
   double wall_s = 0;
   std::map<std::string, int64_t> neutral; // the space's neutral knob values (is_default_config)
-  const CandidateLog* best_log() const; // nullptr when !found
+  const CandidateLog* best_log() const;   // nullptr when !found
   std::map<std::string, int64_t> status_counts() const;
 };
 

@@ -18,7 +18,8 @@ DeviceArgs DeviceArgs::upload(const std::vector<HostTensor>& host) {
 }
 
 void DeviceArgs::download(std::vector<HostTensor>& host, const std::vector<int>& which) const {
-  for (int i : which) buffers[i].download(host[i].data(), host[i].bytes());
+  for (int i : which)
+    buffers[i].download(host[i].data(), host[i].bytes());
 }
 
 std::string device_arch() {
@@ -32,18 +33,21 @@ CheckResult check_cuda(const Operator& op, const Problem& p, CheckOptions o) {
   o.backend = "cuda";
   o.arch = device_arch();
   std::string arch = o.arch;
-  return check_with(op, p, o, [&](const Kernel& k, std::vector<HostTensor>& args,
-                                  const std::vector<std::array<int64_t, 3>>&) {
-    rt::ensure_context();
-    // Named by a fault's message beside the kernel: the problem and config that ran.
-    rt::LaunchContext context("checking " + op.name() + " " + p.shape_str() +
-                              (o.config.empty() ? "" : " config " + config_str(o.config)));
-    DeviceArgs d = DeviceArgs::upload(args);
-    cuda::CudaKernel ck(k, arch);
-    ck.launch(d.tensors);
-    TILEPILOT_CU(rt::driver().cuCtxSynchronize());
-    d.download(args, op.outputs(p));
-  });
+  return check_with(op, p, o,
+                    [&](const Kernel& k, std::vector<HostTensor>& args,
+                        const std::vector<std::array<int64_t, 3>>&) {
+                      rt::ensure_context();
+                      // Named by a fault's message beside the kernel: the problem and config that
+                      // ran.
+                      rt::LaunchContext context(
+                          "checking " + op.name() + " " + p.shape_str() +
+                          (o.config.empty() ? "" : " config " + config_str(o.config)));
+                      DeviceArgs d = DeviceArgs::upload(args);
+                      cuda::CudaKernel ck(k, arch);
+                      ck.launch(d.tensors);
+                      TILEPILOT_CU(rt::driver().cuCtxSynchronize());
+                      d.download(args, op.outputs(p));
+                    });
 }
 
 } // namespace tp::ops

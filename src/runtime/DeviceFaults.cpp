@@ -90,9 +90,9 @@ std::string LaunchRecord::str() const {
   std::ostringstream s;
   s << (kernel.empty() ? "an unnamed kernel (a reference, framework or raw launch)"
                        : "'" + kernel + "'")
-    << " (grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", block "
-    << block[0] << "x" << block[1] << "x" << block[2] << ", " << shared_bytes
-    << " B dynamic shared memory" << (context.empty() ? "" : "; " + context) << ")";
+    << " (grid " << grid[0] << "x" << grid[1] << "x" << grid[2] << ", block " << block[0] << "x"
+    << block[1] << "x" << block[2] << ", " << shared_bytes << " B dynamic shared memory"
+    << (context.empty() ? "" : "; " + context) << ")";
   return s.str();
 }
 
@@ -121,7 +121,9 @@ LaunchContext::LaunchContext(std::string what) : previous_(std::move(launch_cont
   launch_context = std::move(what);
 }
 
-LaunchContext::~LaunchContext() { launch_context = std::move(previous_); }
+LaunchContext::~LaunchContext() {
+  launch_context = std::move(previous_);
+}
 
 void throw_cu_failure(CUresult r, const std::string& call, uint64_t bytes) {
   const std::string text = cu_error_text(r);

@@ -28,7 +28,7 @@ struct LaunchRecord {
   std::string kernel; // "" for a launch through rt::launch alone (reference, framework, raw)
   std::array<unsigned, 3> grid{}, block{};
   unsigned shared_bytes = 0;
-  std::string context; // the LaunchContext active at the launch ("" when none)
+  std::string context;     // the LaunchContext active at the launch ("" when none)
   std::string str() const; // "'gemm_nn' (grid 4x4x1, block 128x1x1, 49152 B shared; ...)"
 };
 

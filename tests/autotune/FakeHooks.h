@@ -26,7 +26,7 @@ struct FakeBehaviour {
   bool compile_user_error = false; // tp::UserError (verifier rejected)
   bool measure_throws = false;
   int spill_bytes = 0;
-  bool wrong = false; // check_correct fails
+  bool wrong = false;          // check_correct fails
   bool measure_faults = false; // measure hits a sticky CUDA error (tp::DeviceFault)
 };
 

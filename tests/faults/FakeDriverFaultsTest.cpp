@@ -28,18 +28,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 /// `tilepilot args` on the fake driver, with `fail` ("cuCtxSynchronize=700") injected.
 tp::testing::CliResult run_faulty(const std::string& args, const std::string& fail,
-                              const std::string& extra_env = "") {
+                                  const std::string& extra_env = "") {
   return tp::testing::run_cli(args, std::string("LD_LIBRARY_PATH=") + TILEPILOT_FAKE_CUDA_DIR +
-                                    " TILEPILOT_FAKE_CU_FAIL=" + fail + " " + extra_env);
+                                        " TILEPILOT_FAKE_CU_FAIL=" + fail + " " + extra_env);
 }
 
 std::string temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() /
-               ("tp-faults-" + std::to_string(::getpid()) + "-" + name);
+  fs::path d = fs::temp_directory_path() / ("tp-faults-" + std::to_string(::getpid()) + "-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d.string();
@@ -156,8 +157,8 @@ TEST(FakeDriverCli, APilotThatFaultsLeavesTheEarlierReportAsItWas) {
 TEST(FakeDriverDispatch, OutOfMemoryAtAPinnedLaunchFallsBackAndIsCounted) {
   FailFn fail = on_fake_driver();
   if (!fail) return; // the child ran it
-  const ops::Problem p = ops::find_operator("gemm").parse(
-      {{"M", "64"}, {"N", "64"}, {"K", "64"}}, DType::bf16);
+  const ops::Problem p =
+      ops::find_operator("gemm").parse({{"M", "64"}, {"N", "64"}, {"K", "64"}}, DType::bf16);
   ops::DispatchOptions o;
   o.disable_libraries = {"cuBLASLt"}; // the fallback is the unfused reference kernel
   ops::Dispatcher d(o);
@@ -182,8 +183,8 @@ TEST(FakeDriverDispatch, OutOfMemoryAtAPinnedLaunchFallsBackAndIsCounted) {
 TEST(FakeDriverDispatch, AStickyFaultIsAClearErrorAndNeverFallsBack) {
   FailFn fail = on_fake_driver();
   if (!fail) return; // the child ran it
-  const ops::Problem p = ops::find_operator("gemm").parse(
-      {{"M", "64"}, {"N", "64"}, {"K", "64"}}, DType::bf16);
+  const ops::Problem p =
+      ops::find_operator("gemm").parse({{"M", "64"}, {"N", "64"}, {"K", "64"}}, DType::bf16);
   ops::Dispatcher d;
   d.pin("gemm", {"NVIDIA H200", "sm_90a"}, {{p, ops::default_config(p, "sm_90a")}});
   rt::DeviceBuffer a(64 * 64 * 2), b(64 * 64 * 2), c(64 * 64 * 2);

@@ -14,7 +14,9 @@ using namespace tp::rt;
 
 namespace {
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 LaunchConfig launch_config() {
   LaunchConfig c;
@@ -24,11 +26,16 @@ LaunchConfig launch_config() {
   return c;
 }
 
-const CUresult kSticky[] = {CUDA_ERROR_ILLEGAL_ADDRESS,      CUDA_ERROR_ILLEGAL_INSTRUCTION,
-                            CUDA_ERROR_MISALIGNED_ADDRESS,   CUDA_ERROR_HARDWARE_STACK_ERROR,
-                            CUDA_ERROR_LAUNCH_FAILED,        CUDA_ERROR_LAUNCH_TIMEOUT,
-                            CUDA_ERROR_ASSERT,               CUDA_ERROR_INVALID_PC,
-                            CUDA_ERROR_INVALID_ADDRESS_SPACE, CUDA_ERROR_ECC_UNCORRECTABLE};
+const CUresult kSticky[] = {CUDA_ERROR_ILLEGAL_ADDRESS,
+                            CUDA_ERROR_ILLEGAL_INSTRUCTION,
+                            CUDA_ERROR_MISALIGNED_ADDRESS,
+                            CUDA_ERROR_HARDWARE_STACK_ERROR,
+                            CUDA_ERROR_LAUNCH_FAILED,
+                            CUDA_ERROR_LAUNCH_TIMEOUT,
+                            CUDA_ERROR_ASSERT,
+                            CUDA_ERROR_INVALID_PC,
+                            CUDA_ERROR_INVALID_ADDRESS_SPACE,
+                            CUDA_ERROR_ECC_UNCORRECTABLE};
 
 } // namespace
 
@@ -108,7 +115,8 @@ TEST(DeviceFaults, OutOfMemoryIsAUserErrorWithTheBytesAskedFor) {
   } catch (const DeviceOutOfMemory& e) {
     EXPECT_EQ(e.requested_bytes(), 0u);
     EXPECT_TRUE(has(e.what(), "out of device memory: cuLaunchKernel failed: "
-                              "CUDA_ERROR_OUT_OF_MEMORY")) << e.what();
+                              "CUDA_ERROR_OUT_OF_MEMORY"))
+        << e.what();
   }
   EXPECT_THROW(check_cu(CUDA_ERROR_OUT_OF_MEMORY, "cuModuleLoadData"), UserError);
 }

@@ -1,5 +1,5 @@
-// The text readers the fuzz driver exercises (pilot specs, --shape, --config, --space) and the seeds
-// every target shares (the bad-input corpus). Folder readers are in FileTargets.cpp.
+// The text readers the fuzz driver exercises (pilot specs, --shape, --config, --space) and the
+// seeds every target shares (the bad-input corpus). Folder readers are in FileTargets.cpp.
 #include "FuzzTargets.h"
 
 #include <filesystem>

@@ -39,7 +39,9 @@ Injection& injection() {
   return in;
 }
 
-bool is_sticky(int c) { return c == 214 || (c >= 700 && c <= 719 && c != 701 && c != 703); }
+bool is_sticky(int c) {
+  return c == 214 || (c >= 700 && c <= 719 && c != 701 && c != 703);
+}
 
 /// What the call `fn` returns before doing its work.
 CUresult outcome(const char* fn) {
@@ -85,7 +87,7 @@ T new_handle() {
 extern "C" {
 
 __attribute__((visibility("default"))) void tilepilot_fake_cu_fail(const char* fn, int code,
-                                                                    int nth) {
+                                                                   int nth) {
   std::lock_guard<std::mutex> l(mu);
   Injection& i = injection();
   i = Injection{};
@@ -94,7 +96,9 @@ __attribute__((visibility("default"))) void tilepilot_fake_cu_fail(const char* f
   i.nth = nth;
 }
 
-CUresult CUDAAPI cuInit(unsigned) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuInit(unsigned) {
+  return CUDA_SUCCESS;
+}
 // NVRTC asks a loaded driver for its private tables (and crashes when the symbol is missing);
 // "not found" makes it compile on its own, as with no driver.
 CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid*) {
@@ -110,10 +114,9 @@ CUresult CUDAAPI cuGetErrorName(CUresult r, const char** s) {
   return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 CUresult CUDAAPI cuGetErrorString(CUresult r, const char** s) {
-  *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory"
-       : r == CUDA_ERROR_ILLEGAL_ADDRESS
-           ? "an illegal memory access was encountered"
-           : (error_name(r) ? "fake driver error" : nullptr);
+  *s = r == CUDA_ERROR_OUT_OF_MEMORY     ? "out of memory"
+       : r == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered"
+                                         : (error_name(r) ? "fake driver error" : nullptr);
   return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 CUresult CUDAAPI cuDeviceGetCount(int* n) {
@@ -167,8 +170,12 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
   *c = reinterpret_cast<CUcontext>(uintptr_t(0x10));
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) {
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext) {
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* c) {
   *c = reinterpret_cast<CUcontext>(uintptr_t(0x10));
   return CUDA_SUCCESS;
@@ -182,7 +189,9 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void*) {
   *m = new_handle<CUmodule>();
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuModuleUnload(CUmodule) {
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule, const char*) {
   *f = new_handle<CUfunction>();
   return CUDA_SUCCESS;
@@ -271,7 +280,9 @@ CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned) {
   *s = new_handle<CUstream>();
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamDestroy(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamDestroy(CUstream) {
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuStreamSynchronize(CUstream) {
   FAKE_CHECK("cuStreamSynchronize");
   return CUDA_SUCCESS;
@@ -280,7 +291,9 @@ CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned) {
   *e = new_handle<CUevent>();
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventDestroy(CUevent) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventDestroy(CUevent) {
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuEventRecord(CUevent, CUstream) {
   FAKE_CHECK("cuEventRecord");
   return CUDA_SUCCESS;
