@@ -1,7 +1,8 @@
 #include "autotune/ShapeTuning.h"
-#include "tilepilot/device_error.h"
 
 #include <cmath>
+
+#include "tilepilot/device_error.h"
 
 namespace tp::autotune {
 

@@ -2,8 +2,9 @@
 // while the calling thread checks and times earlier ones (the GPU measures one at a time). A
 // candidate that fails to compile or verify, spills, overruns its time limit, or computes wrong
 // results is recorded and skipped, never fatal; only a candidate that passed check_correct can
-// win. Early stop: each candidate is first timed briefly and dropped when its median is far
-// slower than the best so far.
+// win. A GPU fault (tp::DeviceFault) is the exception: the context is lost, so the search stops
+// there with nothing found (TuneResult::device_fault). Early stop: each candidate is first timed
+// briefly and dropped when its median is far slower than the best so far.
 #pragma once
 #include <exception>
 #include <functional>
