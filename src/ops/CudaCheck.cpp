@@ -33,21 +33,20 @@ CheckResult check_cuda(const Operator& op, const Problem& p, CheckOptions o) {
   o.backend = "cuda";
   o.arch = device_arch();
   std::string arch = o.arch;
-  return check_with(op, p, o,
-                    [&](const Kernel& k, std::vector<HostTensor>& args,
-                        const std::vector<std::array<int64_t, 3>>&) {
-                      rt::ensure_context();
-                      // Named by a fault's message beside the kernel: the problem and config that
-                      // ran.
-                      rt::LaunchContext context(
-                          "checking " + op.name() + " " + p.shape_str() +
-                          (o.config.empty() ? "" : " config " + config_str(o.config)));
-                      DeviceArgs d = DeviceArgs::upload(args);
-                      cuda::CudaKernel ck(k, arch);
-                      ck.launch(d.tensors);
-                      TILEPILOT_CU(rt::driver().cuCtxSynchronize());
-                      d.download(args, op.outputs(p));
-                    });
+  // The problem and config ride with the launch: a fault's message names them beside the kernel.
+  const std::string context = "checking " + op.name() + " " + p.shape_str() +
+                              (o.config.empty() ? "" : " config " + config_str(o.config));
+  auto run = [&](const Kernel& k, std::vector<HostTensor>& args,
+                 const std::vector<std::array<int64_t, 3>>&) {
+    rt::ensure_context();
+    rt::LaunchContext scope(context);
+    DeviceArgs d = DeviceArgs::upload(args);
+    cuda::CudaKernel ck(k, arch);
+    ck.launch(d.tensors);
+    TILEPILOT_CU(rt::driver().cuCtxSynchronize());
+    d.download(args, op.outputs(p));
+  };
+  return check_with(op, p, o, run);
 }
 
 } // namespace tp::ops
