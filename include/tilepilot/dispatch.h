@@ -36,8 +36,10 @@ enum class FallbackReason : uint8_t {
   failed_test,          // the shape was tested and failed its correctness check
   compile_failed,       // the pinned config does not build, compile or load here
   library_missing,      // the pinned kernel needs NVRTC / the driver, and it is missing
+  device_out_of_memory, // device memory ran out loading or launching the pinned kernel (this
+                        // call only: the next one tries the pinned kernel again)
 };
-inline constexpr int kFallbackReasons = 9;
+inline constexpr int kFallbackReasons = 10;
 /// "shape_outside_matrix", ...: stable names for JSON and logs.
 const char* fallback_reason_name(FallbackReason r);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/DeviceBuffer.h"
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "runtime/Timing.h"
 #include "tilepilot/device.h"
@@ -70,7 +71,7 @@ DeviceArray::DeviceArray(DType t, std::vector<int64_t> shape) {
   bytes_ = checked_bytes(t, shape);
   rt::ensure_context();
   CUdeviceptr p = 0;
-  if (bytes_) TILEPILOT_CU(rt::driver().cuMemAlloc(&p, bytes_));
+  if (bytes_) rt::check_cu_alloc(rt::driver().cuMemAlloc(&p, bytes_), "cuMemAlloc", bytes_);
   view_ = DeviceTensor(static_cast<uint64_t>(p), t, std::move(shape));
 }
 

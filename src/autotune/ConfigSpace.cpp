@@ -71,12 +71,33 @@ std::vector<ops::Knob> restrict_space(std::vector<ops::Knob> space, const std::s
     std::vector<int64_t> parsed;
     std::stringstream ss(values);
     std::string item;
-    while (std::getline(ss, item, '|'))
+    while (std::getline(ss, item, '|')) {
       parsed.push_back(ops::parse_knob_value(name, item, "--space"));
+      // A repeated value would compile and time the same configs twice.
+      if (std::count(parsed.begin(), parsed.end(), parsed.back()) > 1)
+        user_error() << "--space: " << name << "=" << values << " gives " << parsed.back()
+                     << " twice; list each value once";
+    }
     if (values.back() == '|') ops::parse_knob_value(name, "", "--space"); // "64|": a value missing
     it->values = parsed;
   }
   return space;
+}
+
+void check_space_size(const std::vector<ops::Knob>& knobs) {
+  size_t total = 1; // saturates at kMaxSpaceConfigs + 1: many long value lists overflow
+  std::string sizes;
+  for (const ops::Knob& k : knobs) {
+    if (k.values.empty())
+      user_error() << "tune: knob '" << k.name << "' has no values; give at least one";
+    total = std::min(total * std::min(k.values.size(), kMaxSpaceConfigs + 1), kMaxSpaceConfigs + 1);
+    sizes += (sizes.empty() ? "" : " x ") + k.name + " " + std::to_string(k.values.size());
+  }
+  // Every config is estimated (lowered) before the search starts; a space this large would
+  // run for hours before the first compile instead of saying so.
+  if (total > kMaxSpaceConfigs)
+    user_error() << "tune: the space has more than " << kMaxSpaceConfigs << " configs (" << sizes
+                 << "); narrow it with --space, e.g. --space bm=64|128,stages=3|4";
 }
 
 Candidate estimate(const ops::Operator& op, const ops::Problem& p, const TargetLimits& t,
@@ -128,12 +149,10 @@ Candidate estimate(const ops::Operator& op, const ops::Problem& p, const TargetL
 
 ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const TargetLimits& t,
                       const std::vector<ops::Knob>& knobs) {
+  check_space_size(knobs);
   ConfigSpace space;
-  for (const ops::Knob& k : knobs) {
-    if (k.values.empty())
-      user_error() << "tune: knob '" << k.name << "' has no values; give at least one";
+  for (const ops::Knob& k : knobs)
     space.neutral[k.name] = k.neutral;
-  }
   std::vector<size_t> idx(knobs.size(), 0);
   while (true) {
     ops::Config c;

@@ -49,11 +49,17 @@ struct ConfigSpace {
 std::vector<ops::Knob> knob_space(const ops::Operator& op, const std::string& arch);
 
 /// Replaces knob values from "bm=64|128,stages=3|4" (the CLI's --space). User error naming the
-/// knob when it is unknown or a value is not a positive integer.
+/// knob when it is unknown, a value is not a non-negative integer or is given twice.
 std::vector<ops::Knob> restrict_space(std::vector<ops::Knob> space, const std::string& text);
 
+/// The most configs enumerate() takes (the built-in operators' spaces have a few thousand).
+inline constexpr size_t kMaxSpaceConfigs = 100000;
+
+/// User error for a knob without values or a product of more than kMaxSpaceConfigs configs.
+void check_space_size(const std::vector<ops::Knob>& knobs);
+
 /// Enumerates the product of `knobs`, estimates each config for `p` and `t`, and splits it
-/// into kept (ordered) and pruned (with reasons).
+/// into kept (ordered) and pruned (with reasons); check_space_size() first.
 ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const TargetLimits& t,
                       const std::vector<ops::Knob>& knobs);
 

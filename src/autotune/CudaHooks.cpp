@@ -14,6 +14,7 @@
 
 #include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "runtime/Jit.h"
 #include "runtime/Nvrtc.h"
@@ -138,9 +139,16 @@ cuda::CudaKernel& loaded(Shared& s, int d, const CompiledCandidate& cc) {
   return *k;
 }
 
-Measurement measure(Shared& s, int d, const CompiledCandidate& cc, int iters) {
+/// What a fault's message adds to the kernel name: which candidate of which problem ran.
+std::string candidate_text(const Shared& s, const ops::Config& c) {
+  return "tuning " + s.op->name() + " " + s.problem.shape_str() + " config " + ops::config_str(c);
+}
+
+Measurement measure(Shared& s, int d, const ops::Config& c, const CompiledCandidate& cc,
+                    int iters) {
   DeviceState& ds = s.devices.at(d);
   rt::DeviceScope on(ds.ordinal);
+  rt::LaunchContext context(candidate_text(s, c));
   cuda::CudaKernel& k = loaded(s, d, cc);
   if (!ds.harness) ds.harness = std::make_unique<rt::TimingHarness>();
   rt::Timing t =
@@ -154,6 +162,7 @@ Measurement measure(Shared& s, int d, const CompiledCandidate& cc, int iters) {
 bool check_correct(Shared& s, int d, const ops::Config& c, const CompiledCandidate& cc,
                    std::string* why) {
   rt::DeviceScope on(s.devices.at(d).ordinal);
+  rt::LaunchContext context(candidate_text(s, c) + " (checking it)");
   cuda::CudaKernel& k = loaded(s, d, cc);
   ops::CheckOptions o;
   o.backend = "cuda";
@@ -246,8 +255,8 @@ TuneHooks cuda_tune_hooks(const ops::Operator& op, const ops::Problem& p, const 
     for (int ordinal : tune_device_ordinals(*dev, &h.devices_note))
       s->devices.push_back(DeviceState{ordinal, nullptr, nullptr});
     h.devices = static_cast<int>(s->devices.size());
-    h.measure = [s](int d, const ops::Config&, const CompiledCandidate& cc, int iters) {
-      return measure(*s, d, cc, iters);
+    h.measure = [s](int d, const ops::Config& c, const CompiledCandidate& cc, int iters) {
+      return measure(*s, d, c, cc, iters);
     };
     h.check_correct = [s](int d, const ops::Config& c, const CompiledCandidate& cc,
                           std::string* why) { return check_correct(*s, d, c, cc, why); };

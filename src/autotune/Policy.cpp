@@ -109,6 +109,7 @@ Choice choose_adaptive(const Policy& policy, const ops::Operator& op, const ops:
   if (o.label.empty()) o.label = op.name() + " " + p.shape_str();
   TuneResult r = tune(space, *hooks, o);
   telemetry["tune"] = to_json(r);
+  rethrow_device_fault(r); // the context is lost: no default to fall back to, nothing stored
   if (!r.found) {
     std::string counts;
     for (const auto& [s, n] : r.status_counts())

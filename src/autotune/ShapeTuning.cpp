@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "tilepilot/device_error.h"
+
 namespace tp::autotune {
 
 const char* outcome_name(ShapeTuning::Outcome o) {
@@ -42,6 +44,7 @@ ShapeTuning tune_against_baseline(const ConfigSpace& space, const TuneHooks& hoo
   ShapeTuning t;
   t.baseline = baseline;
   t.search = tune(space, hooks, options);
+  if (t.search.device_fault) return t; // the caller reports the log, then rethrows
   if (!t.search.found) return t;
   if (is_default_config(t.search.best, baseline, space.neutral)) {
     t.outcome = ShapeTuning::Outcome::baseline_best;
@@ -50,6 +53,12 @@ ShapeTuning tune_against_baseline(const ConfigSpace& space, const TuneHooks& hoo
   try {
     t.comparison = compare_configs(hooks, baseline, t.search.best, rounds, iters);
     t.outcome = ShapeTuning::Outcome::compared;
+  } catch (const DeviceFault& e) {
+    // Stored like the search's own fault, so the caller has one place to look.
+    t.outcome = ShapeTuning::Outcome::compare_failed;
+    t.error = reason_text(e);
+    t.search.device_fault = std::current_exception();
+    t.search.found = false;
   } catch (const std::exception& e) {
     t.outcome = ShapeTuning::Outcome::compare_failed;
     t.error = reason_text(e);

@@ -16,6 +16,7 @@
 #include "autotune/CompilePool.h"
 #include "autotune/DeviceWorkers.h"
 #include "autotune/Progress.h"
+#include "tilepilot/device_error.h"
 #include "tilepilot/error.h"
 
 namespace tp::autotune {
@@ -35,12 +36,16 @@ std::string ms_str(double ms) {
   return s.str();
 }
 
-// Runs a check/measure hook; returns "" or why it failed ("measure threw: ...").
+// Runs a check/measure hook; returns "" or why it failed ("measure threw: ..."). A DeviceFault
+// is not one candidate's problem: the context is lost, so it propagates and tune() stops the
+// search (on a device worker it reaches the fold through the candidate's future).
 template <typename F>
 std::string guarded(const char* what, F&& f) {
   try {
     f();
     return "";
+  } catch (const DeviceFault&) {
+    throw;
   } catch (const std::exception& e) {
     return std::string(what) + " threw: " + e.what();
   } catch (...) {
@@ -289,6 +294,7 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
   TuneResult r;
   r.neutral = space.neutral;
   Best best;
+  std::string faulted; // the config that faulted, once one has
   const size_t n = space.kept.size();
   {
     std::vector<ops::Config> configs;
@@ -312,6 +318,27 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
     DeviceWorkers workers(devices);
     size_t next = 0;
     while (next < n || !pending.empty()) {
+      if (r.device_fault) {
+        // Every GPU call fails once a context is lost; measuring on would fail each later
+        // candidate with the same error, so the rest are skipped with the cause instead. The
+        // ones in flight on other devices are waited for (their workers still use them).
+        auto skip = [&](CandidateLog log) {
+          decide(log, CandidateStatus::skipped,
+                 "not measured: the GPU context was lost when " + faulted + " faulted");
+          r.log.push_back(std::move(log));
+        };
+        for (Pending& q : pending) {
+          if (q.measured.valid()) q.measured.wait();
+          if (q.device >= 0)
+            skip(std::move(q.log));
+          else
+            r.log.push_back(std::move(q.log)); // decided before the fault (compile, budget)
+        }
+        pending.clear();
+        for (; next < n; ++next)
+          skip(log_for(space.kept[next]));
+        break;
+      }
       // Start candidates while a device is free; each is measured against the best so far.
       for (auto free = std::find(busy.begin(), busy.end(), false); next < n && free != busy.end();
            free = std::find(busy.begin(), busy.end(), false)) {
@@ -328,7 +355,14 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
       }
       Pending& p = pending.front();
       if (p.device >= 0) {
-        fold(hooks, o, workers, p, best);
+        try {
+          fold(hooks, o, workers, p, best);
+        } catch (const DeviceFault& e) {
+          decide(p.log, CandidateStatus::run_failed,
+                 "the GPU faulted running this config: " + reason_text(e));
+          r.device_fault = std::current_exception();
+          faulted = ops::config_str(p.log.config);
+        }
         busy[p.device] = false;
       }
       r.log.push_back(std::move(p.log));
@@ -338,7 +372,7 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
                                             : "");
     }
   } // the pool waits here for compiles still running (each at most its limit)
-  if (best.found()) {
+  if (best.found() && !r.device_fault) { // after a fault nothing is a result to store
     r.found = true;
     r.best = r.log[best.index].config;
     r.best_measurement = std::move(best.measurement);
@@ -354,6 +388,10 @@ TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOpti
   }
   r.wall_s = since(t0);
   return r;
+}
+
+void rethrow_device_fault(const TuneResult& r) {
+  if (r.device_fault) std::rethrow_exception(r.device_fault);
 }
 
 double full_median_ms(const TuneResult& r, const ops::Config& config) {
@@ -382,6 +420,13 @@ nlohmann::json to_json(const CandidateLog& c) {
 nlohmann::json to_json(const TuneResult& r) {
   nlohmann::json j;
   j["found"] = r.found;
+  if (r.device_fault) {
+    try {
+      std::rethrow_exception(r.device_fault);
+    } catch (const std::exception& e) {
+      j["device_fault"] = reason_text(e);
+    }
+  }
   if (r.found) {
     j["best"] = {{"config", r.best},
                  {"ms_median", r.best_measurement.median_ms()},

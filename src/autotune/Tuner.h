@@ -4,9 +4,11 @@
 // devices measured (Tuner.cpp says exactly what does). A
 // candidate that fails to compile or verify, spills, overruns its time limit, or computes wrong
 // results is recorded and skipped, never fatal; only a candidate that passed check_correct can
-// win. Early stop: each candidate is first timed briefly and dropped when its median is far
-// slower than the best so far.
+// win. A GPU fault (tp::DeviceFault) is the exception: the context is lost, so the search stops
+// there with nothing found (TuneResult::device_fault). Early stop: each candidate is first timed
+// briefly and dropped when its median is far slower than the best so far.
 #pragma once
+#include <exception>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -57,13 +59,16 @@ struct CandidateLog {
 };
 
 struct TuneResult {
-  bool found = false; // a correct, measured best exists
-  ops::Config best;   // valid when found
+  bool found = false; // a correct, measured best exists (never after a device fault)
+  /// The tp::DeviceFault that stopped the search: that candidate is run_failed, the later ones
+  /// skipped, and nothing is found, so nothing gets stored. Null when no candidate faulted.
+  std::exception_ptr device_fault;
+  ops::Config best; // valid when found
   Measurement best_measurement;
   std::vector<CandidateLog> log; // every candidate: kept ones in search order, then pruned ones
   double wall_s = 0;
   std::map<std::string, int64_t> neutral; // the space's neutral knob values (is_default_config)
-  const CandidateLog* best_log() const; // nullptr when !found
+  const CandidateLog* best_log() const;   // nullptr when !found
   std::map<std::string, int64_t> status_counts() const;
 };
 
@@ -73,6 +78,10 @@ struct TuneResult {
 /// limit is abandoned on its worker thread (it cannot be interrupted), so anything its hook
 /// captures must outlive it too: capture shared state by shared_ptr.
 TuneResult tune(const ConfigSpace& space, const TuneHooks& hooks, const TuneOptions& options = {});
+
+/// Rethrows r.device_fault, if any: callers that store or compare results call this after
+/// reporting the log, so that a fault ends the command with its own error (and exit status).
+void rethrow_device_fault(const TuneResult& r);
 
 /// The full-measurement median (ms) of the logged candidate that is `config` (knobs left at their
 /// defaults compare equal, see is_default_config); -1 when it was not fully measured (pruned,

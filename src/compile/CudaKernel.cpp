@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ir/ArgBinding.h"
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "runtime/Launch.h"
 #include "runtime/ResourceUsage.h"
@@ -278,6 +279,7 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
   cfg.shared_bytes = static_cast<unsigned>(v.lowered->smem_bytes);
   cfg.stream = stream;
   rt::launch(v.jit.fn, cfg, params.data());
+  rt::note_launch(k.name, cfg); // what a fault reported by a later call names
 }
 
 } // namespace tp::cuda

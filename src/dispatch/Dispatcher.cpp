@@ -27,6 +27,8 @@ const char* fallback_reason_name(FallbackReason r) {
     return "compile_failed";
   case FallbackReason::library_missing:
     return "library_missing";
+  case FallbackReason::device_out_of_memory:
+    return "device_out_of_memory";
   }
   return "?";
 }

@@ -3,6 +3,7 @@
 #include "dispatch/DispatcherImpl.h"
 #include "dispatch/HostRun.h"
 #include "ops/CudaCheck.h"
+#include "runtime/DeviceFaults.h"
 
 namespace tp::dispatch {
 
@@ -36,6 +37,15 @@ void mark_broken(Dispatcher::Impl& im, const std::string& key, Route& r, Fallbac
 
 std::string build_failure(const Config& c, const std::string& what) {
   return "the pinned config " + ops::config_str(c) + " does not build or compile here: " + what;
+}
+
+// Out of device memory is a state of the moment (other allocations, other processes), not a
+// property of the config: this call falls back, and the bucket is not marked broken.
+void out_of_memory(Route& r, const Config& c, const char* when, const DeviceOutOfMemory& e) {
+  r.pinned = false;
+  r.reason = FallbackReason::device_out_of_memory;
+  r.why = "the pinned config " + ops::config_str(c) + " ran out of device memory " + when + ": " +
+          e.what();
 }
 
 } // namespace
@@ -100,6 +110,10 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
         dev.prepare(*ck, a, &missing);
         std::lock_guard<std::mutex> g(im.mu);
         im.device_kernels[key] = ck;
+      } catch (const DeviceFault&) {
+        throw; // the context is lost: no fallback can run either
+      } catch (const DeviceOutOfMemory& e) {
+        out_of_memory(r, cfg, "loading it", e);
       } catch (const Error& e) {
         mark_broken(im, key, r,
                     missing ? FallbackReason::library_missing : FallbackReason::compile_failed,
@@ -113,7 +127,10 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
         first = !im.launched.count(key);
       }
       try {
+        rt::LaunchContext context("dispatched " + key); // named by a fault's message
         ck->launch(a, s);
+      } catch (const DeviceOutOfMemory& e) {
+        out_of_memory(r, cfg, "at launch", e); // its workspace, or the launch itself
       } catch (const UserError& e) {
         // A bucket that never launched here (shared memory over this device's limit, a launch
         // the driver refuses) has a config that does not run on this device: fall back. The

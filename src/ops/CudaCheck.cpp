@@ -1,6 +1,7 @@
 // GPU check runner.
 #include "ops/CudaCheck.h"
 
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "tilepilot/runtime.h"
 
@@ -17,7 +18,8 @@ DeviceArgs DeviceArgs::upload(const std::vector<HostTensor>& host) {
 }
 
 void DeviceArgs::download(std::vector<HostTensor>& host, const std::vector<int>& which) const {
-  for (int i : which) buffers[i].download(host[i].data(), host[i].bytes());
+  for (int i : which)
+    buffers[i].download(host[i].data(), host[i].bytes());
 }
 
 std::string device_arch() {
@@ -31,15 +33,20 @@ CheckResult check_cuda(const Operator& op, const Problem& p, CheckOptions o) {
   o.backend = "cuda";
   o.arch = device_arch();
   std::string arch = o.arch;
-  return check_with(op, p, o, [&](const Kernel& k, std::vector<HostTensor>& args,
-                                  const std::vector<std::array<int64_t, 3>>&) {
+  // The problem and config ride with the launch: a fault's message names them beside the kernel.
+  const std::string context = "checking " + op.name() + " " + p.shape_str() +
+                              (o.config.empty() ? "" : " config " + config_str(o.config));
+  auto run = [&](const Kernel& k, std::vector<HostTensor>& args,
+                 const std::vector<std::array<int64_t, 3>>&) {
     rt::ensure_context();
+    rt::LaunchContext scope(context);
     DeviceArgs d = DeviceArgs::upload(args);
     cuda::CudaKernel ck(k, arch);
     ck.launch(d.tensors);
     TILEPILOT_CU(rt::driver().cuCtxSynchronize());
     d.download(args, op.outputs(p));
-  });
+  };
+  return check_with(op, p, o, run);
 }
 
 } // namespace tp::ops

@@ -129,6 +129,7 @@ TuneResult tune(const ops::Operator& op, const ops::Problem& p, const ops::Confi
   to.progress = autotune::TuneOptions::Progress::off; // the pilot shows its own progress
   to.label = op.name() + " " + p.shape_str();
   autotune::TuneResult r = autotune::tune(space, *hooks, to);
+  autotune::rethrow_device_fault(r); // ends the pilot: its earlier output stays as it was
   if (!r.found) {
     std::string counts;
     for (const auto& [status, n] : r.status_counts())

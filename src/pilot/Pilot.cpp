@@ -15,6 +15,7 @@
 #include "release/Files.h"
 #include "runtime/BuildInfo.h"
 #include "runtime/Environment.h"
+#include "tilepilot/device_error.h"
 
 namespace tp::pilot {
 
@@ -97,6 +98,10 @@ void PilotRun::run_stage(const std::string& name,
     rec.status = body(rec.data);
   } catch (const StageSkipped& e) {
     rec.status = std::string("not run: ") + e.what();
+  } catch (const DeviceFault&) {
+    // The context is lost, so later stages would fail too: the run ends, and the output folder
+    // keeps its earlier contents (run() abandons the hidden one it was writing).
+    throw;
   } catch (const std::bad_alloc&) {
     // The machine, not the kernel: recorded as a stage error, which the decision never reads
     // as a measured "no".

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "runtime/AllocationStats.h"
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "tilepilot/error.h"
 
@@ -25,15 +26,8 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   ensure_context();
   CUresult r = driver().cuMemAlloc(&ptr_, bytes);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-    size_t free = 0, total = 0;
-    driver().cuMemGetInfo(&free, &total);
-    ptr_ = 0;
-    user_error() << "out of device memory: cuMemAlloc of " << format_bytes(bytes) << " (" << bytes
-                 << " bytes) failed on device " << selected_device_ordinal() << "; "
-                 << format_bytes(free) << " of " << format_bytes(total) << " is free";
-  }
-  check_cu(r, "cuMemAlloc"); // any other failure: the generic message
+  if (r != CUDA_SUCCESS) ptr_ = 0;
+  check_cu_alloc(r, "cuMemAlloc", bytes); // out of memory: the bytes asked for and what is free
   note_device_alloc(bytes);
 }
 

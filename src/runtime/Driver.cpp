@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/DeviceFaults.h"
 #include "tilepilot/error.h"
 
 #define TILEPILOT_STR_(x) #x
@@ -117,6 +118,7 @@ std::string cu_error_text(CUresult r) {
     d->cuGetErrorName(r, &name);
     d->cuGetErrorString(r, &text);
   }
+  if (!name) name = known_cu_error_name(r);
   std::string out = name ? name : "CUresult " + std::to_string(int(r));
   if (text) out += std::string(" (") + text + ")";
   return out;
@@ -124,7 +126,7 @@ std::string cu_error_text(CUresult r) {
 
 void check_cu(CUresult r, const char* call) {
   if (r == CUDA_SUCCESS) return;
-  user_error() << driver_function_name(call) << " failed: " << cu_error_text(r);
+  throw_cu_failure(r, driver_function_name(call));
 }
 
 int selected_device_ordinal() {

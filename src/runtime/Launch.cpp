@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "runtime/ThreadDevice.h"
 #include "tilepilot/error.h"
@@ -71,6 +72,9 @@ void remember_shared_limit(CUfunction fn, unsigned bytes) {
   shared_limits()[fn] = bytes;
 }
 
+// A launch through here knows only the CUfunction; CudaKernel notes its kernel's name after.
+const std::string kUnnamed;
+
 } // namespace
 
 void launch(CUfunction fn, const LaunchConfig& c, void** args) {
@@ -94,6 +98,7 @@ void launch(CUfunction fn, const LaunchConfig& c, void** args) {
   if (!clustered) {
     TILEPILOT_CU(d.cuLaunchKernel(fn, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
                                   c.block[2], c.shared_bytes, c.stream, args, nullptr));
+    note_launch(kUnnamed, c);
     return;
   }
   if (!d.cuLaunchKernelEx)
@@ -117,6 +122,7 @@ void launch(CUfunction fn, const LaunchConfig& c, void** args) {
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   TILEPILOT_CU(d.cuLaunchKernelEx(&cfg, fn, args, nullptr));
+  note_launch(kUnnamed, c);
 }
 
 } // namespace tp::rt

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autotune/Hooks.h"
+#include "runtime/Driver.h"
 #include "tilepilot/error.h"
 #include "tilepilot/runtime.h"
 
@@ -27,7 +28,8 @@ struct FakeBehaviour {
   bool compile_user_error = false; // tp::UserError (verifier rejected)
   bool measure_throws = false;
   int spill_bytes = 0;
-  bool wrong = false; // check_correct fails
+  bool wrong = false;          // check_correct fails
+  bool measure_faults = false; // measure hits a sticky CUDA error (tp::DeviceFault)
 };
 
 /// Shared by the hooks through shared_ptr, so an abandoned compile never outlives it.
@@ -110,6 +112,7 @@ inline TuneHooks fake_hooks(std::shared_ptr<FakeBackend> fb) {
     if (b.measure_throws) throw std::runtime_error("fake launch failure");
     if (device == fb->failing_device)
       throw std::runtime_error("fake device " + std::to_string(device) + " lost");
+    if (b.measure_faults) rt::check_cu(CUDA_ERROR_ILLEGAL_ADDRESS, "cuEventSynchronize(stop_)");
     return Measurement{std::vector<double>(iters, b.ms)};
   };
   return h;

@@ -10,6 +10,7 @@
 #include "FakeHooks.h"
 #include "autotune/Policy.h"
 #include "autotune/TuningDb.h"
+#include "tilepilot/device_error.h"
 
 using namespace tp;
 using namespace tp::autotune;
@@ -168,6 +169,18 @@ TEST(Policy, AdaptiveWithNothingCorrectStoresNothing) {
   EXPECT_EQ(c.source, "default");
   EXPECT_EQ(c.reason.find("tuning found no correct candidate ("), 0u) << c.reason;
   EXPECT_FALSE(TuningDb(p.db_dir).get(make_key(problem(), fake_h200())));
+}
+
+TEST(Policy, AdaptiveStopsAtAGpuFaultAndStoresNothing) {
+  TempDir d;
+  auto fb = std::make_shared<FakeBackend>();
+  fb->behaviour = [](const ops::Config& c) {
+    return FakeBehaviour{.ms = c == kTuned ? 0.5 : 1.0, .measure_faults = c == kTuned};
+  };
+  Policy p = adaptive(d, fake_hooks(fb));
+  EXPECT_THROW(choose_config(p, gemm(), problem(), fake_h200()), DeviceFault);
+  EXPECT_FALSE(TuningDb(p.db_dir).get(make_key(problem(), fake_h200())))
+      << "configs measured before the fault are not stored either";
 }
 
 TEST(Policy, AdaptiveUsesTheRegisteredDefaultHooks) {

@@ -4,6 +4,7 @@
 
 #include "FakeHooks.h"
 #include "autotune/Tuner.h"
+#include "tilepilot/device_error.h"
 
 using namespace tp;
 using namespace tp::autotune;
@@ -210,4 +211,31 @@ TEST(Tuner, NoCompileHookIsAUserError) {
     EXPECT_EQ(reason_text(e), "tune: no compile hook; the CUDA backend provides one through "
                               "tp::autotune::set_default_hooks, or pass TuneHooks explicitly");
   }
+}
+
+// A sticky fault loses the context: the faulted candidate is run_failed with the fault's
+// message, the rest are skipped with the cause (not each failing on its own), nothing is
+// found (so nothing is stored), and the fault is kept for the caller to rethrow.
+TEST(Tuner, AGpuFaultStopsTheSearchAndFindsNothing) {
+  auto fb = backend({{16, {.ms = 1}}, {32, {.measure_faults = true}}, {48, {.ms = 0.5}}});
+  TuneResult r = tune(space_of(4), fake_hooks(fb), quiet());
+  EXPECT_FALSE(r.found);
+  ASSERT_TRUE(r.device_fault);
+  EXPECT_EQ(log_of(r, 16).status, CandidateStatus::measured);
+  const CandidateLog& f = log_of(r, 32);
+  EXPECT_EQ(f.status, CandidateStatus::run_failed);
+  EXPECT_NE(f.reason.find("the GPU faulted running this config: the GPU stopped a kernel: "
+                          "cuEventSynchronize reported CUDA_ERROR_ILLEGAL_ADDRESS"),
+            std::string::npos)
+      << f.reason;
+  for (int64_t bm : {48, 64}) {
+    EXPECT_EQ(log_of(r, bm).status, CandidateStatus::skipped);
+    EXPECT_EQ(log_of(r, bm).reason, "not measured: the GPU context was lost when bm=32 faulted");
+  }
+  EXPECT_EQ(fb->measures, 3) << "16: brief + full, 32: the brief run that faulted, then none";
+  EXPECT_NE(to_json(r)["device_fault"].get<std::string>().find("CUDA context is lost"),
+            std::string::npos);
+  EXPECT_THROW(rethrow_device_fault(r), DeviceFault);
+  TuneResult fine = tune(space_of(2), fake_hooks(backend({})), quiet());
+  EXPECT_NO_THROW(rethrow_device_fault(fine));
 }

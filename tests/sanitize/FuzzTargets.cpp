@@ -1,11 +1,12 @@
-// The text readers the fuzz driver exercises (pilot specs, --shape, --config) and the seeds
-// every target shares (the bad-input corpus). Folder readers are in FileTargets.cpp.
+// The text readers the fuzz driver exercises (pilot specs, --shape, --config, --space) and the
+// seeds every target shares (the bad-input corpus). Folder readers are in FileTargets.cpp.
 #include "FuzzTargets.h"
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "autotune/ConfigSpace.h"
 #include "ops/Operator.h"
 #include "pilot/Spec.h"
 #include "tilepilot/error.h"
@@ -145,6 +146,41 @@ Target config_target() {
   return t;
 }
 
+/// --space: narrows every operator's knob space on every arch it is tuned for, then checks the
+/// size of what is left, as `tilepilot tune --space` does before enumerating. Accepted when
+/// some operator takes it.
+Target space_target() {
+  Target t{"space", {}, nullptr, nullptr};
+  for (const ops::Operator* op : ops::all_operators())
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      std::string s;
+      for (const ops::Knob& k : autotune::knob_space(*op, arch)) {
+        s += (s.empty() ? "" : ",") + k.name + "=";
+        for (size_t i = 0; i < k.values.size(); ++i)
+          s += (i ? "|" : "") + std::to_string(k.values[i]);
+      }
+      if (!s.empty()) t.seeds.push_back({s, true, op->name() + " knob_space " + arch});
+    }
+  for (const auto& s : bad_input_corpus().spaces)
+    t.seeds.push_back({s, false, "bad_inputs.txt --space"});
+  t.run = [](const std::string& text) {
+    bool accepted = false;
+    std::string refusal;
+    for (const ops::Operator* op : ops::all_operators())
+      for (const char* arch : {"sm_90a", "sm_80"}) {
+        try {
+          autotune::check_space_size(
+              autotune::restrict_space(autotune::knob_space(*op, arch), text));
+          accepted = true;
+        } catch (const UserError& e) {
+          refusal = e.what();
+        }
+      }
+    if (!accepted) throw UserError({}, refusal);
+  };
+  return t;
+}
+
 } // namespace
 
 const Corpus& bad_input_corpus() {
@@ -161,6 +197,7 @@ const Corpus& bad_input_corpus() {
       } else if (!line.empty() && line[0] != '#') {
         if (auto s = word_after(line, "--shape"); !s.empty()) c.shapes.push_back(s);
         if (auto s = word_after(line, "--config"); !s.empty()) c.configs.push_back(s);
+        if (auto s = word_after(line, "--space"); !s.empty()) c.spaces.push_back(s);
       }
     }
     return c;
@@ -176,6 +213,7 @@ std::vector<Target> reader_targets(const std::string& scratch) {
   out.push_back(tunedb_target(scratch));
   out.push_back(shape_target());
   out.push_back(config_target());
+  out.push_back(space_target());
   return out;
 }
 

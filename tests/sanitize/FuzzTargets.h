@@ -28,9 +28,10 @@ struct Target {
 std::vector<Target> reader_targets(const std::string& scratch);
 
 /// Seeds from the bad-input corpus, tests/cli/bad_inputs.txt (its header gives the format):
-/// every @file's contents, the @base spec, and the --shape and --config arguments of its cases.
+/// every @file's contents, the @base spec, and the --shape, --config and --space arguments of
+/// its cases.
 struct Corpus {
-  std::vector<std::string> files, shapes, configs;
+  std::vector<std::string> files, shapes, configs, spaces;
   std::string base_spec;
 };
 const Corpus& bad_input_corpus();

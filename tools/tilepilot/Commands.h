@@ -1,5 +1,6 @@
 // The CLI's subcommands. Each file registers its commands on the app; a command's callback
-// stores the process exit status in *rc: 0 success (check passed), 1 failed check, 2 bad input.
+// stores the process exit status in *rc: 0 success (check passed), 1 failed check, 2 bad input;
+// main.cpp maps what a command throws: 2 bad input (device out of memory too), 3 bug, 4 GPU fault.
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -163,6 +163,13 @@ void run_tune(const Args& a, int* rc) {
   TuneResult r = tune(space, *hooks, o);
   j["result"] = to_json(r);
   if (!a.json) print_result(r);
+  if (r.device_fault) {
+    // The log shows the faulted candidate and the skipped rest; nothing is stored, and the
+    // fault's own message and exit status (main.cpp) end the command.
+    j["status"] = "device_fault";
+    if (a.json) std::cout << j.dump(2) << "\n";
+    rethrow_device_fault(r);
+  }
   if (!r.found) return finish("no_candidate", "no candidate was correct and measured", 1);
   const ops::Config dflt = op.default_config(p, arch);
   const double dflt_ms = full_median_ms(r, dflt);

@@ -77,6 +77,9 @@ nlohmann::json tune_shape(const TuneSpecArgs& a, const ops::Operator& op, const 
   o.progress = a.json ? TuneOptions::Progress::off : TuneOptions::Progress::automatic;
   const ShapeTuning t = tune_against_baseline(space, *hooks, baseline, o);
   const TuneResult& r = t.search;
+  // A fault ends the run here: the pinned table is not written (the earlier one stays), and
+  // entries stored for earlier shapes were measured and checked before it.
+  rethrow_device_fault(r);
   j["status"] = outcome_name(t.outcome);
   j["search"] = {{"wall_s", r.wall_s}, {"status_counts", r.status_counts()}};
   // Every candidate that got past pruning, with its timings: where the budget went.

@@ -1,5 +1,8 @@
 // tilepilot: the command-line interface (DESIGN.md, "The CLI"). Exit status: 0 success,
-// 1 a check failed, 2 bad input (with a message saying what to write instead), 3 internal error.
+// 1 a check failed, 2 bad input (with a message saying what to write instead; out of device
+// memory counts, like out of host memory: the problem is too large for this machine),
+// 3 internal error, 4 the GPU faulted (a kernel trapped, accessed memory out of bounds or hit a
+// time limit): neither bad input nor, necessarily, a TilePilot bug, and the context is lost.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -10,6 +13,7 @@
 #include "autotune/CudaHooks.h"
 #include "pilot/SpecReader.h"
 #include "runtime/BuildInfo.h"
+#include "tilepilot/device_error.h"
 #include "tilepilot/error.h"
 #include "tilepilot/plugin.h"
 
@@ -86,6 +90,11 @@ int main(int argc, char** argv) {
   } catch (const tp::UserError& e) {
     std::cerr << "tilepilot: " << e.what() << "\n";
     return 2;
+  } catch (const tp::DeviceFault& e) {
+    // Nothing was stored after the fault (the tuner, the pilot and the caches write only
+    // results taken before it), so exiting is the clean end; a new process gets a new context.
+    std::cerr << command() << ": " << e.what() << "\n";
+    return 4;
   } catch (const tp::InternalError& e) {
     std::cerr << "tilepilot: " << e.what() << "\n";
     return 3;
