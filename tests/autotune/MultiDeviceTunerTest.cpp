@@ -17,6 +17,7 @@
 #include "autotune/Policy.h"
 #include "autotune/Tuner.h"
 #include "ops/CudaCheck.h"
+#include "tilepilot/device_error.h"
 #include "tilepilot/error.h"
 
 using namespace tp;
@@ -223,6 +224,38 @@ TEST(MultiDeviceTuner, AFailingDeviceFailsOnlyItsOwnCandidates) {
   }
   EXPECT_GT(failed, 0);
   EXPECT_NE(device_of(*fb, ops::config_str(r.best)), 1);
+}
+
+// A GPU fault on one device's worker stops the whole search as it does on one device: the
+// faulted candidate is run_failed with the fault, every later one (those in flight on the other
+// devices too) is skipped with the cause, nothing is found, and the fault is kept to rethrow.
+TEST(MultiDeviceTuner, AGpuFaultOnOneWorkerStopsTheSearch) {
+  auto fb = std::make_shared<FakeBackend>();
+  fb->devices = 3;
+  fb->behaviour = [](const ops::Config& c) {
+    FakeBehaviour b;
+    b.ms = 1.0 + 0.01 * double(c.at("bm"));
+    b.measure_sleep_s = 0.002;
+    b.measure_faults = c.at("bm") == 64;
+    return b;
+  };
+  TuneResult r = tune(space_of(8), fake_hooks(fb), quiet());
+  EXPECT_FALSE(r.found);
+  ASSERT_TRUE(r.device_fault);
+  ASSERT_EQ(r.log.size(), 8u);
+  for (const CandidateLog& c : r.log) {
+    int64_t bm = c.config.at("bm");
+    if (bm < 64) EXPECT_EQ(c.status, CandidateStatus::measured) << bm << ": " << c.reason;
+    if (bm == 64) {
+      EXPECT_EQ(c.status, CandidateStatus::run_failed);
+      EXPECT_NE(c.reason.find("the GPU faulted running this config"), std::string::npos);
+    }
+    if (bm > 64) {
+      EXPECT_EQ(c.status, CandidateStatus::skipped) << bm;
+      EXPECT_EQ(c.reason, "not measured: the GPU context was lost when bm=64 faulted");
+    }
+  }
+  EXPECT_THROW(rethrow_device_fault(r), DeviceFault);
 }
 
 TEST(MultiDeviceTuner, ACheckThatThrowsOnAWorkerFailsThatCandidate) {
