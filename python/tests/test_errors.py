@@ -68,3 +68,13 @@ def test_check_errors():
         tilepilot.check("gemm", {"M": 4, "N": 4, "K": 4, "bogus": 1})
     with pytest.raises(ValueError, match=r"not key=value"):
         tilepilot.check("gemm", "M=4,N")
+
+
+def test_gpu_error_types_keep_their_meaning():
+    # A lost CUDA context is not bad input: callers that catch ValueError for bad shapes must not
+    # swallow it. Device out of memory is a MemoryError, never a ValueError either.
+    assert issubclass(tilepilot.DeviceFault, RuntimeError)
+    assert not issubclass(tilepilot.DeviceFault, ValueError)
+    assert issubclass(tilepilot.DeviceOutOfMemory, MemoryError)
+    assert not issubclass(tilepilot.DeviceOutOfMemory, ValueError)
+    assert tilepilot.DeviceFault.__module__.startswith("tilepilot")

@@ -24,7 +24,15 @@ from .plugins import load_plugin
 
 __version__ = _core.version
 __all__ = ["gemm", "attention", "check", "ops", "env", "configure", "pin_defaults", "decide",
-           "counters", "dispatch_summary", "reset_counters", "load_plugin"]
+           "counters", "dispatch_summary", "reset_counters", "load_plugin", "DeviceFault",
+           "DeviceOutOfMemory"]
+
+# The GPU stopped a kernel (trap, illegal address, time limit): the CUDA context is lost, so the
+# process cannot run GPU work again. A RuntimeError.
+DeviceFault = _core.DeviceFault
+# Device memory ran out at an allocation or a launch: the problem is too large for the GPU's
+# free memory. A MemoryError.
+DeviceOutOfMemory = _core.DeviceOutOfMemory
 
 
 def gemm(a, b, layout: str = "nn", backend: str = "cpu", *, dtype=None, config=None, out=None,

@@ -13,12 +13,25 @@
 #include <thread>
 #include <vector>
 
+#include "autotune/ConfigSpace.h"
 #include "autotune/Hooks.h"
 #include "runtime/Driver.h"
 #include "tilepilot/error.h"
 #include "tilepilot/runtime.h"
 
 namespace tp::autotune::testing {
+
+// A space of `n` configs (bm = 16, 32, ...), kept in that order; no operator needed.
+inline ConfigSpace space_of(int n) {
+  ConfigSpace s;
+  for (int i = 1; i <= n; ++i) {
+    Candidate c;
+    c.config = {{"bm", 16 * i}};
+    s.kept.push_back(c);
+  }
+  return s;
+}
+
 
 struct FakeBehaviour {
   double ms = 1.0;                 // every sample of a measurement

@@ -28,16 +28,6 @@ using tp::testing::run_cli;
 
 namespace {
 
-ConfigSpace space_of(int n) {
-  ConfigSpace s;
-  for (int i = 1; i <= n; ++i) {
-    Candidate c;
-    c.config = {{"bm", 16 * i}};
-    s.kept.push_back(c);
-  }
-  return s;
-}
-
 TuneOptions quiet() {
   TuneOptions o;
   o.progress = TuneOptions::Progress::off;

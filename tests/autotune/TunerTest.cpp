@@ -12,17 +12,6 @@ using namespace tp::autotune::testing;
 
 namespace {
 
-// A space of `n` configs (bm = 16, 32, ...), kept in that order; no operator needed.
-ConfigSpace space_of(int n) {
-  ConfigSpace s;
-  for (int i = 1; i <= n; ++i) {
-    Candidate c;
-    c.config = {{"bm", 16 * i}};
-    s.kept.push_back(c);
-  }
-  return s;
-}
-
 TuneOptions quiet() {
   TuneOptions o;
   o.progress = TuneOptions::Progress::off;
