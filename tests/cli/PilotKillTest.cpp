@@ -106,16 +106,24 @@ KillStats kill_loop(const fs::path& out, int rounds, int want_kills, double budg
   std::mt19937 rng(12345);
   std::uniform_real_distribution<double> when(0.0, 1.1);
   auto start = Clock::now();
+  auto full_us = full.count();
   for (int i = 1; i <= rounds; ++i) {
     if (st.killed >= want_kills) break;
     if (std::chrono::duration<double>(Clock::now() - start).count() > budget_s) break;
     // Every fifth run finishes: it must sweep the leftovers of the killed ones.
     bool finish = i % 5 == 0;
     auto after = finish ? std::chrono::microseconds(600'000'000)
-                        : std::chrono::microseconds(static_cast<int64_t>(full.count() * when(rng)));
+                        : std::chrono::microseconds(static_cast<int64_t>(full_us * when(rng)));
     int rc = 0;
+    auto r0 = Clock::now();
     bool killed = run_or_kill(launch(i), after, &rc);
     (killed ? st.killed : st.finished)++;
+    // Kill points are drawn over the shortest complete run seen: a first run slowed by a loaded
+    // machine (or a cold cache) would otherwise put most of them after the later runs end.
+    if (!killed)
+      full_us = std::min<int64_t>(
+          full_us,
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - r0).count());
     // A run that finished after earlier ones were killed (mid cache write, mid release) is a
     // normal run: stale leftovers are rebuilt or swept, never trusted.
     if (!killed) EXPECT_EQ(rc, expected_rc(i)) << "run " << i;
