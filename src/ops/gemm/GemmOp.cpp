@@ -34,7 +34,12 @@ Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c) {
                   Tile Bs = tb ? alloc_shared({bn, bk}, dtype) : alloc_shared({bk, bn}, dtype);
                   Tile acc = alloc_fragment({bm, bn}, f32);
                   clear(acc);
-                  pipelined(ceildiv(K, bk), stages, [&](Var k) {
+                  // The schedule, stated: `stages` buffers per tile, copies on TMA with a
+                  // producer warpgroup where the target has it (the sm_90a variant for aligned
+                  // rows), cp.async multistage elsewhere. One gemm per iteration: nothing to
+                  // defer or ping-pong (docs/schedules.md).
+                  Schedule schedule{.stages = stages, .copies = Schedule::Copies::automatic};
+                  pipelined(ceildiv(K, bk), schedule, [&](Var k) {
                     copy(ta ? A.tile(k * bk, by * bm) : A.tile(by * bm, k * bk), As);
                     copy(tb ? B.tile(bx * bn, k * bk) : B.tile(k * bk, bx * bn), Bs);
                     gemm(As, Bs, acc, {.trans_a = ta, .trans_b = tb});
