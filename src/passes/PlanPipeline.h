@@ -10,7 +10,8 @@
 // annotations on the kernel). The verifier checks what the loop's structure must satisfy
 // (ir/ScheduleRules.h); the plan checks the rest on the target. On a target with TMA, a request
 // the plan cannot honour is a user error that names why; without TMA it is not applied, and
-// the plan says so (`not_applied`), because the same kernel must run on every target.
+// the plan says so (`not_applied`), because the same kernel must run on every target. The
+// schedules that ride on the warp-specialized plan are planned in PlanSchedules.cpp.
 #pragma once
 #include <set>
 #include <string>
