@@ -18,8 +18,7 @@ NB_MODULE(_core, m) {
   m.attr("git_commit") = tp::rt::build_git_commit();
 
   static nb::exception<tp::DeviceFault> device_fault(m, "DeviceFault", PyExc_RuntimeError);
-  static nb::exception<tp::DeviceOutOfMemory> device_oom(m, "DeviceOutOfMemory",
-                                                        PyExc_MemoryError);
+  static nb::exception<tp::DeviceOutOfMemory> device_oom(m, "DeviceOutOfMemory", PyExc_MemoryError);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     auto strip = [](std::string msg) { // "error: OP: ..." reads for a terminal
       if (msg.rfind("error: ", 0) == 0) msg.erase(0, 7);

@@ -323,9 +323,12 @@ const char* for_kind_name(ForKind k) {
 }
 const char* copy_engine_name(CopyEngine e) {
   switch (e) {
-  case CopyEngine::automatic: return "automatic";
-  case CopyEngine::tma: return "tma";
-  case CopyEngine::cp_async: return "cp_async";
+  case CopyEngine::automatic:
+    return "automatic";
+  case CopyEngine::tma:
+    return "tma";
+  case CopyEngine::cp_async:
+    return "cp_async";
   }
   return "?";
 }

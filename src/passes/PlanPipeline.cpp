@@ -75,7 +75,6 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
   return l;
 }
 
-
 /// Picks the lets the producer must evaluate (PipelinePlan::producer_lets): those the loads'
 /// offsets and the loop's bounds read, directly or through other lets. False, with the reason,
 /// when one of them reads memory the producer cannot: a tile (the consumers' data) or a tensor

@@ -32,7 +32,6 @@ inline ConfigSpace space_of(int n) {
   return s;
 }
 
-
 struct FakeBehaviour {
   double ms = 1.0;                 // every sample of a measurement
   double compile_sleep_s = 0;      // how long compile takes
