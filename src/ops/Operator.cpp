@@ -199,6 +199,11 @@ Estimate Operator::estimate(const Problem& p, const Config& c, const std::string
   // ptxas report after compiling.
   passes::Target t = passes::Target::parse(arch);
   t.enforce_smem_limit = false; // the tuner compares the plan with the device's limit
+  // The variant this problem launches: without TMA when a tensor's rows are not 16-byte
+  // multiples. Judged over every argument, not only the TMA-loaded ones, so that the estimate
+  // errs towards the variant with fewer threads (a larger register share): pruning less.
+  for (const ArgSpec& a : arg_specs(p))
+    if (!a.shape.empty() && a.shape.back() * dtype_bytes(a.dtype) % 16) t.allow_tma = false;
   cuda::LoweredKernel lk = cuda::lower_kernel(build(p, c), t);
   Estimate e;
   e.smem_bytes = lk.smem_bytes;

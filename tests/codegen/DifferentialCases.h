@@ -568,6 +568,72 @@ inline DiffCase vector_copy_aligned() {
   return vector_copy_case("VectorCopyAligned", 64, 512);
 }
 
+/// A 64-row gemm over 8 warps (lesson 14's shape): on sm_90a wgmma cannot split 64 rows over
+/// two warpgroups, so it runs as mma with warps side by side along N. Their rows' max and sum
+/// combine across warps, the row vector is stored once, and the bf16 P = s - max goes through
+/// shared memory to the second gemm. Keys in two blocks; 100 query rows (a ragged last block).
+inline DiffCase gemm_rows_across_warps() {
+  DiffCase c;
+  c.name = "GemmWithRowsAcrossWarps";
+  Dim M("M"), Nk("Nk");
+  Tensor A("A", {M, 32}, bf16), B("B", {Nk, 32}, bf16), V("V", {Nk, 64}, bf16);
+  Tensor O("O", {M, 64}, f32), Mx("Mx", {M}, f32), S("S", {M}, f32);
+  c.kernel = kernel("rows_across_warps", {A, B, V, O, Mx, S}, grid(ceildiv(M, 64)), threads(256),
+                    [&](Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({64, 32}, bf16);
+                      Tile Vs = alloc_shared({64, 64}, bf16);
+                      Tile s = alloc_fragment({64, 64}, f32), p = alloc_fragment({64, 64}, bf16);
+                      Tile o = alloc_fragment({64, 64}, f32);
+                      Tile m = alloc_fragment({64}, f32), t = alloc_fragment({64}, f32);
+                      copy(A.tile(by * 64, 0), As);
+                      clear(o);
+                      clear(t);
+                      fill(m, -infinity());
+                      pipelined(ceildiv(Nk, 64), 2, [&](Var kb) {
+                        copy(B.tile(kb * 64, 0), Bs);
+                        copy(V.tile(kb * 64, 0), Vs);
+                        gemm(As, Bs, s, {.trans_b = true, .clear = true});
+                        reduce_max(s, m, 1, /*clear=*/false);
+                        reduce_sum(s, t, 1, /*clear=*/false);
+                        parallel({64, 64}, [&](Var i, Var j) { p(i, j) = s(i, j) - m(i); });
+                        gemm(p, Vs, o);
+                      });
+                      copy(o, O.tile(by * 64, 0));
+                      copy(m, Mx.tile(by * 64));
+                      copy(t, S.tile(by * 64));
+                    });
+  const int64_t rows = 100, keys = 128;
+  c.args = {ints(bf16, {rows, 32}, 31), ints(bf16, {keys, 32}, 32), ints(bf16, {keys, 64}, 33),
+            sentinel(f32, {rows, 64}), sentinel(f32, {rows}), sentinel(f32, {rows})};
+  c.outputs = {3, 4, 5};
+  c.expect = [](std::vector<HostTensor>& a) {
+    const int64_t R = a[3].shape()[0], Nk = a[1].shape()[0];
+    for (int64_t i = 0; i < R; ++i) {
+      double mx = -INFINITY, sum = 0;
+      std::vector<double> o(64, 0.0);
+      for (int64_t k0 = 0; k0 < Nk; k0 += 64) {
+        std::vector<double> s(64);
+        for (int64_t j = 0; j < 64; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < 32; ++e)
+            d += a[0].get(i * 32 + e) * a[1].get((k0 + j) * 32 + e);
+          s[j] = d;
+          mx = std::fmax(mx, d);
+          sum += d;
+        }
+        for (int64_t j = 0; j < 64; ++j) // s - max: an integer in [-256, 0], exact in bf16
+          for (int64_t d = 0; d < 64; ++d)
+            o[d] += (s[j] - mx) * a[2].get((k0 + j) * 64 + d);
+      }
+      for (int64_t d = 0; d < 64; ++d)
+        a[3].set(i * 64 + d, o[d]);
+      a[4].set(i, mx);
+      a[5].set(i, sum);
+    }
+  };
+  return c;
+}
+
 struct NamedCase {
   const char* name;
   DiffCase (*make)();
@@ -591,7 +657,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"RegisterRowReduceAcrossWarps", register_reduce_across_warps},
           {"RegisterFragmentWithRaggedRowBlock", register_ragged_rows_and_columns},
           {"VectorCopyAtOddSizes", vector_copy_odd},
-          {"VectorCopyAligned", vector_copy_aligned}};
+          {"VectorCopyAligned", vector_copy_aligned},
+          {"GemmWithRowsAcrossWarps", gemm_rows_across_warps}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when
