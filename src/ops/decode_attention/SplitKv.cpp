@@ -148,8 +148,9 @@ Kernel build_combine(const Problem& p, const Config& c) {
   Dim Bd("B"), H("H");
   Tensor Op("o_part", {Bd, H, ns, Sq, D}, f32), Lp("lse_part", {Bd, H, ns, Sq}, f32);
   Tensor O("out", {Bd, H, Sq, D}, p.dtype);
-  // One block per (head, sequence): its Sq x D outputs, at least 64 elements (D >= 64).
-  const int nthreads = static_cast<int>(std::min<int64_t>(128, Sq * D));
+  // One block per (head, sequence), over its Sq x D outputs: a thread per 16-byte run of 4
+  // f32 in whole warps, at most 4 (Sq=1 at D=128 is one warp; more would idle).
+  const int nthreads = static_cast<int>(std::min<int64_t>(128, ceil_div(Sq * D / 4, 32) * 32));
   return kernel(
       "decode_attention_combine_d" + std::to_string(D) + "_sq" + std::to_string(Sq) + "_s" +
           std::to_string(ns),
@@ -165,6 +166,11 @@ Kernel build_combine(const Problem& p, const Config& c) {
         parallel({Sq}, [&](Var t) { mx(t) = select(mx(t) == -infinity(), 0.0, mx(t)); });
         parallel({ns, Sq}, [&](Var z, Var t) { w(z, t) = exp(lse(z, t) - mx(t)); });
         reduce_sum(w, total, 0);
+        // The weights are normalised here, so that the loop below is all the per-element work
+        // and the outputs' tile never meets the per-token totals' layout. One split gets
+        // weight exp(0) / 1 = 1: out is its partial exactly.
+        parallel({ns, Sq},
+                 [&](Var z, Var t) { w(z, t) = select(total(t) > 0, w(z, t) / total(t), 0.0); });
         copy(w, ws);
         clear(o);
         // Unrolled: the partials' loads are independent, so they are all in flight at once.
@@ -172,8 +178,6 @@ Kernel build_combine(const Problem& p, const Config& c) {
           copy(Op.tile(b, h, z, 0, 0), part);
           parallel({Sq, D}, [&](Var t, Var d) { o(t, d) = o(t, d) + ws(z, t) * part(t, d); });
         });
-        parallel({Sq, D},
-                 [&](Var t, Var d) { o(t, d) = select(total(t) > 0, o(t, d) / total(t), 0.0); });
         copy(o, O.tile(b, h, 0, 0));
       });
 }
