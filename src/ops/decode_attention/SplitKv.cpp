@@ -1,8 +1,8 @@
 // Split-KV decode attention (see SplitKv.h): the split kernel, the combine kernel, their
 // intermediates and the rule that picks the split count.
 //
-// The split kernel is DecodeAttention.cpp's kernel (same rows, masks, paging and online
-// softmax) with the grid's x extended over splits: block x takes query-head tile x % tiles and
+// The split kernel is DecodeAttention.cpp's kernel (the same block work, AttendKeys.h) with
+// the grid's x extended over splits: block x takes query-head tile x % tiles and
 // split x / tiles, so the tiles of one KV head that read the same keys run side by side. Split
 // z of a sequence of nb = ceil(len / bn) key blocks (pages when paged) takes the contiguous
 // blocks [z per, z per + per), per = ceil(nb / splits), clipped to nb: the splits share each
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/decode_attention/AttendKeys.h"
 #include "ops/decode_attention/DecodeAttention.h"
 #include "tilepilot/tilepilot.h"
 
@@ -19,16 +20,8 @@ namespace tp::ops::decode_attention {
 
 namespace {
 
-constexpr double kLog2e = 1.4426950408889634;
-
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-std::string shape_tag(const Problem& p, int64_t bn, int64_t splits) {
-  return "_d" + std::to_string(p.at("D")) + "_g" + std::to_string(p.at("H") / p.at("Hkv")) + "_sq" +
-         std::to_string(p.at("Sq")) + (paged(p) ? "_paged" + std::to_string(bn) : "") +
-         (has_lens(p) && !paged(p) ? "_lens" : "") + "_s" + std::to_string(splits);
 }
 
 } // namespace
@@ -48,99 +41,44 @@ Kernel build_split(const Problem& p, const Config& c) {
   validate(p, c);
   const int64_t ns = splits_of(c);
   const int64_t G = p.at("H") / p.at("Hkv"), Sq = p.at("Sq"), D = p.at("D");
-  const int64_t bm = c.at("bm"), bn = c.at("bn"), hpt = heads_per_tile(p, c), rows = hpt * Sq;
+  const int64_t bn = c.at("bn"), hpt = heads_per_tile(p, c), rows = hpt * Sq;
   const int64_t tiles = ceil_div(G, hpt);
-  const int stages = static_cast<int>(c.at("stages"));
-  const bool pg = paged(p), lens_in = has_lens(p);
-  const DType dt = p.dtype;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D)), qk_scale = scale * kLog2e;
-  Dim Bd("B"), H("H"), Hkv("Hkv"), L("L"), NP("num_blocks"), MB("max_blocks");
-  Tensor Q("q", {Bd, H, Sq, D}, dt);
-  Tensor K = pg ? Tensor("k_cache", {NP, Hkv, bn, D}, dt) : Tensor("k", {Bd, Hkv, L, D}, dt);
-  Tensor V = pg ? Tensor("v_cache", {NP, Hkv, bn, D}, dt) : Tensor("v", {Bd, Hkv, L, D}, dt);
-  Tensor table("block_table", {Bd, MB}, i32), lens("lens", {Bd}, i32);
-  Tensor Op("o_part", {Bd, H, ns, Sq, D}, f32), Lp("lse_part", {Bd, H, ns, Sq}, f32);
-  std::vector<Tensor> params = {Q, K, V};
-  if (pg) params.push_back(table);
-  if (lens_in) params.push_back(lens);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  Inputs in = make_inputs(p, c);
+  Tensor Op("o_part", {in.B, in.H, ns, Sq, D}, f32), Lp("lse_part", {in.B, in.H, ns, Sq}, f32);
+  std::vector<Tensor> params = in.params;
   params.push_back(Op);
   params.push_back(Lp);
-  return kernel(
-      "decode_attention_split" + shape_tag(p, bn, ns), params, grid(tiles * ns, Hkv, Bd),
-      threads(static_cast<int>(c.at("threads"))), [&](Var x, Var hk, Var b) {
-        Expr rx = tiles > 1 ? Expr(let("rx", x % tiles)) : Expr(0);
-        Expr z = tiles > 1 ? Expr(let("z", x / tiles)) : Expr(x);
-        Var len = let("len", lens_in ? Expr(lens(b)) : Expr(L));
-        // Token t sees keys j < len - Sq + t + 1: at most len, so nb steps over all splits.
-        Var nb = let("nb", ceildiv(len, bn));
-        Var per = let("per", ceildiv(nb, ns));
-        Var kb0 = let("kb0", z * per);
-        Var count = let("count", max(min(per, nb - kb0), 0));
-        Tile Qs = alloc_shared({bm, D}, dt), Ks = alloc_shared({bn, D}, dt);
-        Tile Vs = alloc_shared({bn, D}, dt);
-        Tile s = alloc_fragment({bm, bn}, f32), pr = alloc_fragment({bm, bn}, dt);
-        Tile o = alloc_fragment({bm, D}, f32);
-        Tile m = alloc_fragment({bm}, f32), m_prev = alloc_fragment({bm}, f32);
-        Tile m_scaled = alloc_fragment({bm}, f32), l = alloc_fragment({bm}, f32);
-        Tile row_sum = alloc_fragment({bm}, f32), corr = alloc_fragment({bm}, f32);
-        // Rows as the single kernel's: row i is head rx hpt + i / Sq of the group, token
-        // i % Sq; padding rows repeat the last row and are never stored.
-        auto row = [&](const Expr& i) { return min(i, rows - 1); };
-        auto head = [&](const Expr& i) { return min(rx * hpt + row(i) / Sq, G - 1); };
-        parallel({bm, D}, [&](Var i, Var d) { Qs(i, d) = Q(b, hk * G + head(i), row(i) % Sq, d); });
-        clear(o);
-        clear(l);
-        fill(m, -infinity());
-        pipelined(count, stages, [&](Var kk) {
-          Expr kb = kb0 + kk;
-          if (pg) {
-            Expr page = table(b, kb);
-            copy(K.tile(page, hk, 0, 0), Ks);
-            copy(V.tile(page, hk, 0, 0), Vs);
-          } else {
-            copy(K.tile(b, hk, kb * bn, 0), Ks);
-            copy(V.tile(b, hk, kb * bn, 0), Vs);
-          }
-          gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-          // Token 0 sees the fewest keys: a step wholly below its limit needs no mask.
-          if_then(kb * bn + bn > len - Sq + 1, [&] {
-            parallel({bm, bn}, [&](Var i, Var j) {
-              Expr ok = kb * bn + j < len - Sq + row(i) % Sq + 1;
-              s(i, j) = select(ok, s(i, j), -infinity());
-            });
-          });
-          copy(m, m_prev);
-          reduce_max(s, m, 1, /*clear=*/false);
-          // A row that has seen no visible key keeps m = -inf; m_scaled = 0 keeps its
-          // terms exp2(-inf) = 0 instead of NaN.
-          parallel({bm}, [&](Var i) {
-            m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
-            corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
-          });
-          parallel({bm, bn},
-                   [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i)); });
-          reduce_sum(s, row_sum, 1);
-          parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
-          parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
-          copy(s, pr);
-          gemm(pr, Vs, o);
-        });
-        // A row that saw no key in this split (an empty split, an empty sequence, a token whose
-        // keys all lie elsewhere) has l = 0: o_part 0 and lse -inf, weight 0 in the combine.
-        // Otherwise l = sum exp((s - m) scale), so lse = m scale + ln l.
-        auto stored = [&](const Expr& i) { return i < rows && rx * hpt + i / Sq < G; };
-        parallel({bm, D}, [&](Var i, Var d) {
-          if_then(stored(i), [&] {
-            Op(b, hk * G + rx * hpt + i / Sq, z, i % Sq, d) = select(l(i) > 0, o(i, d) / l(i), 0.0);
-          });
-        });
-        parallel({bm}, [&](Var i) {
-          if_then(stored(i), [&] {
-            Lp(b, hk * G + rx * hpt + i / Sq, z, i % Sq) =
-                select(l(i) > 0, m(i) * scale + log(l(i)), -infinity());
-          });
-        });
-      });
+  return kernel("decode_attention_split" + kernel_tag(p, c) + "_s" + std::to_string(ns), params,
+                grid(tiles * ns, in.Hkv, in.B), threads(static_cast<int>(c.at("threads"))),
+                [&](Var x, Var hk, Var b) {
+                  Expr rx = tiles > 1 ? Expr(let("rx", x % tiles)) : Expr(0);
+                  Expr z = tiles > 1 ? Expr(let("z", x / tiles)) : Expr(x);
+                  Var len = let("len", seq_len(p, in, b));
+                  // Token t sees keys j < len - Sq + t + 1: at most len, so nb steps over all
+                  // splits.
+                  Var nb = let("nb", ceildiv(len, bn));
+                  Var per = let("per", ceildiv(nb, ns));
+                  Var kb0 = let("kb0", z * per);
+                  Partial r =
+                      attend_keys(p, c, in, rx, hk, b, len, kb0, max(min(per, nb - kb0), 0));
+                  // A row that saw no key in this split (an empty split, an empty sequence, a token
+                  // whose keys all lie elsewhere) has l = 0: o_part 0 and lse -inf, weight 0 in the
+                  // combine. Otherwise l = sum exp((s - m) scale), so lse = m scale + ln l.
+                  auto stored = [&](const Expr& i) { return i < rows && rx * hpt + i / Sq < G; };
+                  parallel({c.at("bm"), D}, [&](Var i, Var d) {
+                    if_then(stored(i), [&] {
+                      Op(b, hk * G + rx * hpt + i / Sq, z, i % Sq, d) =
+                          select(r.l(i) > 0, r.o(i, d) / r.l(i), 0.0);
+                    });
+                  });
+                  parallel({c.at("bm")}, [&](Var i) {
+                    if_then(stored(i), [&] {
+                      Lp(b, hk * G + rx * hpt + i / Sq, z, i % Sq) =
+                          select(r.l(i) > 0, r.m(i) * scale + log(r.l(i)), -infinity());
+                    });
+                  });
+                });
 }
 
 Kernel build_combine(const Problem& p, const Config& c) {
