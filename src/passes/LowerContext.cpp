@@ -87,7 +87,9 @@ Expr LowerContext::global_in_bounds(const Buffer& b, const std::vector<Expr>& id
 Expr LowerContext::stage_base(const Buffer& b) const {
   auto it = stage.find(b->uid);
   if (it == stage.end()) return Expr(0);
-  return it->second * smem.slot(b).stage_elems;
+  // Stages lie stage_bytes apart (1024-aligned, for TMA and swizzle atoms), as gemm and TMA
+  // addresses count them; stage_elems would disagree for a tile that is not 1024 bytes a stage.
+  return it->second * (smem.slot(b).stage_bytes / dtype_bytes(b->dtype));
 }
 
 Expr LowerContext::shared_index(const Buffer& b, const std::vector<Expr>& idx) const {

@@ -273,3 +273,16 @@ TEST(CudaCompileSemanticsWarpRoles, GemmUnderAConditionInTheLoopIsNotWarpSpecial
   EXPECT_FALSE(p.warp_specialized);
   EXPECT_NE(p.reason.find("gemm inside a conditional"), std::string::npos) << p.reason;
 }
+
+// A staged tile smaller than 1024 bytes a stage (B: 32 x 8 bf16, 512 bytes): its stages lie
+// stage_bytes (1024) apart for the element-wise cp.async writes as for the gemm's ldmatrix
+// reads. They disagreed (writes 512 bytes apart, reads 1024), found on the H200 by the
+// one-warp mma cases and random program 902 once sm_90a ran such gemms as mma.
+TEST(CudaCompileSemanticsStages, SmallStagedTileIsWrittenWhereTheGemmReadsIt) {
+  DiffCase c = one_warp_mma_pipelined();
+  cuda::LoweredKernel lk = cuda::lower_kernel(c.kernel, passes::Target::parse("sm_90a"));
+  // Stage 1's prefetch of B (elements) and the gemm's read of stage ko % 3 (bytes).
+  EXPECT_NE(lk.lowered_text.find("tp.ptr(shared2, (512 + "), std::string::npos) << lk.lowered_text;
+  EXPECT_NE(lk.lowered_text.find("((ko % 3) * 1024)"), std::string::npos) << lk.lowered_text;
+  EXPECT_EQ(lk.lowered_text.find("tp.ptr(shared2, (256 + "), std::string::npos);
+}
