@@ -56,6 +56,9 @@ TP_DEVICE void cp_async_wait_all() {
 /// cp.async.ca (each with its share of the valid bytes as src-size), or, for an address not even
 /// 4-byte aligned, plain loads and stores (complete when this returns, so the caller's
 /// cp.async wait and barrier order them like the rest). With valid = 0 nothing is read from g.
+/// A partial chunk (a row's last elements) takes the plain loads too: cp.async with a src-size
+/// short of its width reads only src-size bytes, but compute-sanitizer counts the whole width,
+/// past the tensor's end (seen on the H200 at gemm K=523), and one chunk a row costs little.
 template <int E, int N>
 TP_DEVICE void cp_async_chunk(void* smem, const void* g, int valid) {
   static_assert(E * N == 16, "a chunk is 16 bytes");
@@ -63,7 +66,11 @@ TP_DEVICE void cp_async_chunk(void* smem, const void* g, int valid) {
   const int bytes = valid * E;
   const unsigned long long a = reinterpret_cast<unsigned long long>(g);
   const char* gc = static_cast<const char*>(g);
-  if (a % 16 == 0) {
+  if (bytes > 0 && bytes < 16) {
+    char* d = static_cast<char*>(smem);
+    for (int i = 0; i < 16; ++i)
+      d[i] = i < bytes ? gc[i] : 0;
+  } else if (a % 16 == 0) {
     cp_async_16(s, g, bytes);
   } else if (a % 8 == 0) {
     for (int p = 0; p < 2; ++p) {
