@@ -1,9 +1,10 @@
 // A kernel program (tilepilot/operator.h) compiled for the current GPU: one CudaKernel per
 // step, launched in order on one stream with the call's tensors and the program's
 // intermediates. Intermediates are allocated on first use per (device, stream) and kept until
-// the program is destroyed: launches on one stream run in order, so they never overlap on one
-// set, and launches on different streams (or devices) never share one. Thread-safe to launch
-// from several threads on different streams.
+// the program is destroyed: launches on one stream run in order, so calls never overlap on one
+// set, and launches on different streams (or devices) never share one. Finding them is guarded
+// by a lock; the steps' CudaKernels are not, so calls into one program from several threads
+// must not overlap (dispatch holds its device lock, the tuner has one program per device).
 #pragma once
 #include <map>
 #include <memory>

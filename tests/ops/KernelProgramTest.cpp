@@ -62,7 +62,7 @@ TEST(KernelProgram, SampledCheckRunsTheEarlierStepWhole) {
   // partials of every chunk of its rows, which only a whole run of step 0 writes.
   CheckOptions o;
   o.flop_budget = 1;
-  CheckResult r = check(op(), problem(200, 300), o);
+  CheckResult r = check(op(), problem(100, 600), o);
   EXPECT_LT(r.blocks_run, r.blocks_total);
   EXPECT_TRUE(r.passed) << r.first_bad;
 }
