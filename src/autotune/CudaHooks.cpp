@@ -183,8 +183,8 @@ Measurement measure(Shared& s, int d, const ops::Config& c, const CompiledCandid
 }
 
 /// The CUDA check (fp64 reference on sampled blocks, fresh inputs) run on the candidate's own
-/// loaded program: exactly the binaries that were measured. (A fresh build of the config would emit
-/// different buffer names and compile again.)
+/// loaded program: exactly the binaries that were measured. (A fresh build of the config would
+/// emit different buffer names and compile again.)
 bool check_correct(Shared& s, int d, const ops::Config& c, const CompiledCandidate& cc,
                    std::string* why) {
   rt::DeviceScope on(s.devices.at(d).ordinal);

@@ -136,7 +136,7 @@ std::vector<HostTensor> Operator::make_args(const Problem& p, uint64_t seed) con
 }
 
 std::array<int64_t, 3> Operator::grid(const Problem& p, const Config& c) const {
-  const KernelProgram prog = program(p, c);
+  const KernelProgram prog = checked_program(*this, p, c);
   const size_t last = prog.steps.size() - 1;
   const Kernel& k = prog.steps.at(last).kernel;
   std::vector<ir::ArgDesc> descs;
@@ -157,7 +157,7 @@ std::vector<Box> Operator::block_outputs(const Problem& p, const Config& c,
   const std::string key =
       name() + "|" + p.shape_str() + "|" + dtype_name(p.dtype) + "|" + config_str(c);
   if (key != last_key || last.steps.empty()) {
-    last = program(p, c);
+    last = checked_program(*this, p, c);
     last_key = key;
   }
   // The last step writes the outputs: its parameters bound to them, mapped back to the call's
