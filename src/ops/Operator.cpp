@@ -213,8 +213,17 @@ Estimate Operator::estimate(const Problem& p, const Config& c, const std::string
   passes::Target t = passes::Target::parse(arch);
   t.enforce_smem_limit = false; // the tuner compares the plan with the device's limit
   Estimate e;
-  for (const KernelStep& step : program(p, c).steps) {
-    cuda::LoweredKernel lk = cuda::lower_kernel(step.kernel, t);
+  const KernelProgram prog = checked_program(*this, p, c);
+  const std::vector<ArgSpec> call = arg_specs(p);
+  for (size_t s = 0; s < prog.steps.size(); ++s) {
+    // The variant this step launches: without TMA when a tensor's rows are not 16-byte
+    // multiples. Judged over every tensor the step is bound to, not only the TMA-loaded ones,
+    // so that the estimate errs towards the variant with fewer threads (a larger register
+    // share): pruning less.
+    passes::Target ts = t;
+    for (const ArgSpec& a : step_arg_specs(prog, s, call))
+      if (!a.shape.empty() && a.shape.back() * dtype_bytes(a.dtype) % 16) ts.allow_tma = false;
+    cuda::LoweredKernel lk = cuda::lower_kernel(prog.steps[s].kernel, ts);
     e.smem_bytes = std::max<int64_t>(e.smem_bytes, lk.smem_bytes);
     e.block_threads = std::max<int64_t>(e.block_threads, lk.block_threads);
   }

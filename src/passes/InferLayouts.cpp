@@ -114,12 +114,20 @@ public:
     collect(k_.body);
     for (;;) {
       info_ = LayoutInfo();
+      shared_a_.clear();
       info_.consumer_threads = k_.threads;
       for (const ir::Gemm* g : gemms_)
         anchor(g);
       fixpoint();
       seed_blocked();
       std::map<uint64_t, std::string> d = demotions();
+      // A gemm's register A operand that the tensor cores could take from shared memory
+      // but not from its registers: to shared, and no register layout in later rounds.
+      for (const auto& [uid, why] : shared_a_)
+        if (!forced_.count(uid) && !d.count(uid)) {
+          d[uid] = why;
+          kept_in_shared_.insert(uid);
+        }
       if (d.empty()) break;
       forced_.insert(d.begin(), d.end());
     }
@@ -378,7 +386,7 @@ private:
   void plan_scratch() {
     for (const ir::Stmt& s : stmts_) {
       const auto* r = ir::as<ir::Reduce>(s);
-      if (!r || !is_elementwise(r->src)) continue;
+      if (!r || !info_.fragments.count(r->src->uid)) continue;
       ReducePlan rp = plan_reduce(info_.fragments.at(r->src->uid), r->dim);
       if (rp.scratch_elems == 0) continue;
       Buffer b = ir::make_buffer(r->src->name + "_xwarp", Scope::shared, DType::f32,
@@ -394,6 +402,7 @@ private:
     auto it = info_.fragments.find(b->uid);
     if (it == info_.fragments.end()) {
       if (l.elementwise() && forced_.count(b->uid)) return false;
+      if (kept_in_shared_.count(b->uid)) return false;
       std::vector<int64_t> s = b->const_shape();
       bool fits = l.rank() == 1
                       ? s.size() == 1 && s[0] == (l.kind == FragmentLayout::Kind::cols ? l.N : l.M)
@@ -424,6 +433,15 @@ private:
     int64_t M = cs[0], N = cs[1];
     int64_t K = g->trans_a ? g->a.extent[0] : g->a.extent[1];
     int threads = k_.threads;
+    // A fragment operand some use keeps in shared memory (forced_, from the previous round)
+    // is read from there like a shared tile.
+    auto in_shared = [&](const Buffer& b) {
+      return b->scope == Scope::shared || (b->scope == Scope::fragment && forced_.count(b->uid));
+    };
+    const bool a_shared = in_shared(A), b_shared = in_shared(B);
+    // Read from shared memory by this gemm, so never placed in registers by a later use.
+    for (const Buffer& x : {A, B})
+      if (x->scope == Scope::fragment && in_shared(x)) kept_in_shared_.insert(x->uid);
     if (t_.wgmma() && f16 && whole && threads % 128 == 0) {
       int W = threads / 128;
       bool shape_ok = M % (64 * W) == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0;
@@ -435,10 +453,9 @@ private:
       // The N values device/arch/sm90/wgmma_ops.cuh has wrappers for (N_VALUES in
       // scripts/gen_wgmma.py; keep the two lists equal).
       static const std::set<int64_t> kWgmmaN = {16, 32, 64, 96, 128, 192, 256};
-      shape_ok = shape_ok && kWgmmaN.count(N) && swizzlable(B) &&
-                 (A->scope != Scope::shared || swizzlable(A));
-      if (shape_ok && B->scope == Scope::shared) {
-        if (A->scope == Scope::shared) {
+      shape_ok = shape_ok && kWgmmaN.count(N) && swizzlable(B) && (!a_shared || swizzlable(A));
+      if (shape_ok && b_shared) {
+        if (a_shared) {
           kind = GemmKind::wgmma_ss;
         } else if (A->scope == Scope::fragment && !g->trans_a) {
           kind = GemmKind::wgmma_rs;
@@ -447,19 +464,27 @@ private:
       }
       if (kind != GemmKind::simt)
         assign(C, FragmentLayout::wgmma(M, N, W), g->loc, "the wgmma accumulator");
-    } else if (!t_.wgmma() && f16 && whole && threads % 32 == 0 && B->scope == Scope::shared &&
-               K % 16 == 0) {
+    }
+    // mma.sync: the sm_80 path, and on sm_90 the gemms wgmma's shape rules refuse (a 64-row
+    // tile over two warpgroups, an N it has no wrapper for), which sm_90 runs too; the SIMT
+    // loop is the last resort, about two orders of magnitude slower than either.
+    if (kind == GemmKind::simt && f16 && whole && threads % 32 == 0 && b_shared && K % 16 == 0) {
       int warps = threads / 32;
       int wm = warps, wn = 1;
       while (wm > 1 && M % (16 * wm) != 0)
         wm /= 2, wn *= 2;
       bool fits = M % (16 * wm) == 0 && N % (8 * wn) == 0;
-      if (fits && A->scope == Scope::shared) {
+      if (fits && a_shared) {
         kind = GemmKind::mma;
       } else if (fits && A->scope == Scope::fragment && !g->trans_a && wn == 1) {
         // A from registers: its accumulator layout's k16 chunks are exactly mma's A fragments.
         kind = GemmKind::mma_rs;
         assign(A, FragmentLayout::mma(M, K, wm, 1), g->loc, "the A operand of mma");
+      } else if (fits && A->scope == Scope::fragment) {
+        // Warps side by side along N each need whole rows of A, which no accumulator layout
+        // gives them: A goes through shared memory (ldmatrix), not the SIMT loop.
+        shared_a_[A->uid] = "the A operand of an mma gemm whose warps share rows (" +
+                            g->loc.str() + "): mma reads it from shared memory";
       }
       if (kind != GemmKind::simt)
         assign(C, FragmentLayout::mma(M, N, wm, wn), g->loc, "the mma accumulator");
@@ -508,8 +533,8 @@ private:
       if (l && l->kind == FragmentLayout::Kind::blocked && r->dst->scope == Scope::fragment) {
         ReducePlan rp = plan_reduce(*l, r->dim);
         if (rp.supported) changed |= assign(r->dst, rp.result, r->loc, "this reduction");
-      } else if (l && r->dim == 1 && l->kind != FragmentLayout::Kind::rows &&
-                 l->rows_within_quad() && r->dst->scope == Scope::fragment)
+      } else if (l && r->dim == 1 && l->kind != FragmentLayout::Kind::rows && l->has_rows() &&
+                 r->dst->scope == Scope::fragment)
         changed |= assign(r->dst, l->rows(), r->loc, "this reduction");
       return changed;
     }
@@ -561,7 +586,8 @@ private:
     std::set<uint64_t> tensor_core_operands;
     for (const auto& [g, kind] : info_.gemms)
       if (kind != GemmKind::simt) {
-        if (g->a.buffer->scope == Scope::shared) tensor_core_operands.insert(g->a.buffer->uid);
+        if (!info_.fragments.count(g->a.buffer->uid))
+          tensor_core_operands.insert(g->a.buffer->uid);
         tensor_core_operands.insert(g->b.buffer->uid);
       }
     for (const Buffer& b : shared_) {
@@ -575,9 +601,13 @@ private:
       if (info_.promoted.count(f->uid)) {
         // Rows are all leading dimensions together, as for shared tiles: element (i, j, l) of
         // an [a, b, c] tile is row i * b + j, column l (rows = a alone gave rank-3 fragments a
-        // row stride of b * c, found by the random-program GPU comparison).
+        // row stride of b * c, found by the random-program GPU comparison). A tensor-core
+        // operand is swizzled as a shared one is (wgmma needs it; ldmatrix avoids conflicts).
         auto [rows, cols] = rows_and_cols(f);
-        info_.shared[f->uid] = SharedLayout::linear(rows, cols, dtype_bytes(f->dtype));
+        int eb = dtype_bytes(f->dtype);
+        bool swz = tensor_core_operands.count(f->uid) && (cols * eb) % 32 == 0;
+        info_.shared[f->uid] =
+            swz ? SharedLayout::swizzled(rows, cols, eb) : SharedLayout::linear(rows, cols, eb);
       }
   }
 
@@ -612,6 +642,8 @@ private:
   LayoutInfo info_;
   std::map<uint64_t, std::string> forced_; // fragments kept in shared memory, and why
   bool trial_ = false;
+  std::map<uint64_t, std::string> shared_a_; // this round's register A operands better shared
+  std::set<uint64_t> kept_in_shared_;        // such operands: never given a register layout
   std::string conflict_;
   std::vector<ir::Stmt> stmts_;
   std::vector<Buffer> fragments_, shared_;
@@ -664,9 +696,12 @@ std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
       os << "// copy at " << c->loc.str() << ": runs of " << v << " elements, "
          << v * dtype_bytes(g->dtype) << " bytes of '" << g->name << "' per thread\n";
     }
+    // Accumulators whose rows stay in a quad reduce the one way; the others print their plan.
     if (const auto* r = ir::as<ir::Reduce>(s);
         r && info.in_registers(r->src) &&
-        info.fragment(r->src).kind == FragmentLayout::Kind::blocked)
+        (info.fragment(r->src).kind == FragmentLayout::Kind::blocked ||
+         (info.fragment(r->src).kind == FragmentLayout::Kind::mma_acc &&
+          !info.fragment(r->src).rows_within_quad())))
       os << "// reduce at " << r->loc.str() << ": "
          << plan_reduce(info.fragment(r->src), r->dim).str() << "\n";
   });

@@ -54,8 +54,7 @@ FragmentLayout FragmentLayout::cols() const {
 }
 
 bool FragmentLayout::has_rows() const {
-  return kind == Kind::blocked ||
-         ((kind == Kind::wgmma_acc || kind == Kind::mma_acc) && rows_within_quad());
+  return kind == Kind::blocked || kind == Kind::wgmma_acc || kind == Kind::mma_acc;
 }
 
 std::vector<Expr> FragmentLayout::coords(const Expr& t, const Expr& r) const {
@@ -72,6 +71,9 @@ Expr FragmentLayout::valid(const Expr& t, const Expr& r) const {
 
 Expr FragmentLayout::owner(const Expr& t) const {
   if (kind == Kind::rows && parent == Kind::blocked) return tn == 1 ? Expr() : t % tn == 0;
+  // An mma row held by warps_n warps side by side: the first of them writes it.
+  if (kind == Kind::rows && parent == Kind::mma_acc && warps_n > 1)
+    return t % 4 + (t / 32) % Expr(int64_t(warps_n)) == 0; // both terms are >= 0
   if (kind == Kind::rows) return t % 4 == 0;
   if (kind == Kind::cols) return tm == 1 ? Expr() : t < Expr(int64_t(tn));
   return Expr();
@@ -232,10 +234,34 @@ std::string FragmentLayout::str() const {
 
 // ---------------------------------------------------------------------------------------------
 
+// An accumulator's rows: the four lanes of a quad share a row (shuffle-xor 1, 2); with mma
+// warps side by side along N (warps_n > 1), the warps at xor distances 32, 64, ... hold the
+// same rows too, and combine through shared memory.
+ReducePlan plan_accumulator_reduce(const FragmentLayout& src, int dim) {
+  ReducePlan p;
+  if (dim != 1) {
+    p.why_not = "an accumulator reduces along dim 1 (its rows) only";
+    return p;
+  }
+  p.shuffle_masks = {1, 2};
+  if (src.kind == FragmentLayout::Kind::mma_acc)
+    for (int w = 1; w < src.warps_n; w *= 2)
+      p.cross_warp_masks.push_back(32 * w);
+  p.result = src.rows();
+  p.per_thread = src.regs_per_thread() / p.result.regs_per_thread();
+  if (!p.cross_warp_masks.empty())
+    p.scratch_elems = int64_t(src.threads()) * p.result.regs_per_thread();
+  p.supported = true;
+  return p;
+}
+
 ReducePlan plan_reduce(const FragmentLayout& src, int dim) {
   ReducePlan p;
+  if (src.kind == FragmentLayout::Kind::wgmma_acc || src.kind == FragmentLayout::Kind::mma_acc)
+    return plan_accumulator_reduce(src, dim);
   if (src.kind != FragmentLayout::Kind::blocked) {
-    p.why_not = "only blocked fragments reduce through this plan, not " + src.str();
+    p.why_not = "only blocked fragments and accumulators reduce through this plan, not " +
+                src.str();
     return p;
   }
   if (dim != 0 && dim != 1) {

@@ -86,12 +86,14 @@ struct FragmentLayout {
   bool same_as(const FragmentLayout& o) const;
   /// Rows are spread within warps only: a row's values are in lanes of one quad.
   bool rows_within_quad() const;
-  /// A row vector (rows()) can be derived: accumulators whose rows stay in a quad, and blocked.
+  /// A row vector (rows()) can be derived: accumulators and blocked. An mma row spread over
+  /// warps_n warps is replicated in each of them (a reduction combines them through shared).
   bool has_rows() const;
   std::string str() const;
 };
 
-/// How a reduction along `dim` of a register fragment combines its values: each thread folds
+/// How a reduction along `dim` of a register fragment (blocked, or an accumulator along its
+/// rows) combines its values: each thread folds
 /// `per_thread` of its registers per output register, then lanes exchange values with
 /// shuffle-xor over `shuffle_masks`, then (when one output element spans several warps) threads
 /// combine through shared memory with the threads at xor distances `cross_warp_masks`.

@@ -1,5 +1,6 @@
 // Lowering of reduce: a register accumulator's rows are folded per thread, then across the
-// four lanes of a quad that share a row (shuffle-xor 1 and 2); a blocked fragment is folded per
+// four lanes of a quad that share a row (shuffle-xor 1 and 2), then, for mma warps side by
+// side along N, across those warps through shared memory; a blocked fragment is folded per
 // thread, then across the lanes that share an output element (shuffle-xor), then across warps
 // through a shared scratch tile when an output element spans warps (plan_reduce); other operands
 // in shared memory are folded by the threads that own each output element.
@@ -109,8 +110,12 @@ ir::Stmt lower_blocked_reduce(LowerContext& cx, const ir::Reduce* op) {
 ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
   const Buffer &src = op->src, &dst = op->dst;
   Var r("r"), q("q"), j("rj");
+  // Blocked fragments, and accumulators whose rows span warps (mma warps side by side along
+  // N), take the general plan; an accumulator whose rows stay in a quad folds in its warp.
   if (cx.layouts.in_registers(src) &&
-      cx.layouts.fragment(src).kind == FragmentLayout::Kind::blocked)
+      (cx.layouts.fragment(src).kind == FragmentLayout::Kind::blocked ||
+       (op->dim == 1 && !cx.layouts.fragment(src).rows_within_quad() &&
+        cx.layouts.fragment(src).kind != FragmentLayout::Kind::rows)))
     return lower_blocked_reduce(cx, op);
   if (cx.layouts.in_registers(src)) {
     const FragmentLayout& ls = cx.layouts.fragment(src);
@@ -118,11 +123,11 @@ ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op) {
       user_error(op->loc) << "reduce of register fragment '" << src->name << "' into local tile '"
                           << dst->name << "': each thread holds only some rows of the fragment "
                           << "but all of a local tile; reduce into a fragment or a shared tile";
-    if (op->dim != 1 || ls.kind == FragmentLayout::Kind::rows || !ls.rows_within_quad())
+    if (op->dim != 1 || ls.kind == FragmentLayout::Kind::rows)
       user_error(op->loc) << "reduce of register fragment '" << src->name << "' (" << ls.str()
                           << ") along dim " << op->dim
-                          << " is not supported; reduce along dim 1 (rows), or copy it to a "
-                             "shared tile first";
+                          << " is not supported: an accumulator reduces along dim 1 (its "
+                             "rows); copy it to a shared tile to reduce it another way";
     FragmentLayout rows = ls.rows();
     int Q = rows.regs_per_thread();
     Buffer tmp =

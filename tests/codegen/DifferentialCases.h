@@ -568,6 +568,162 @@ inline DiffCase vector_copy_aligned() {
   return vector_copy_case("VectorCopyAligned", 64, 512);
 }
 
+/// A 64-row gemm over 8 warps (lesson 14's shape): on sm_90a wgmma cannot split 64 rows over
+/// two warpgroups, so it runs as mma with warps side by side along N. Their rows' max and sum
+/// combine across warps, the row vector is stored once, and the bf16 P = s - max goes through
+/// shared memory to the second gemm. Keys in two blocks; 100 query rows (a ragged last block).
+inline DiffCase gemm_rows_across_warps() {
+  DiffCase c;
+  c.name = "GemmWithRowsAcrossWarps";
+  Dim M("M"), Nk("Nk");
+  Tensor A("A", {M, 32}, bf16), B("B", {Nk, 32}, bf16), V("V", {Nk, 64}, bf16);
+  Tensor O("O", {M, 64}, f32), Mx("Mx", {M}, f32), S("S", {M}, f32);
+  c.kernel = kernel("rows_across_warps", {A, B, V, O, Mx, S}, grid(ceildiv(M, 64)), threads(256),
+                    [&](Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({64, 32}, bf16);
+                      Tile Vs = alloc_shared({64, 64}, bf16);
+                      Tile s = alloc_fragment({64, 64}, f32), p = alloc_fragment({64, 64}, bf16);
+                      Tile o = alloc_fragment({64, 64}, f32);
+                      Tile m = alloc_fragment({64}, f32), t = alloc_fragment({64}, f32);
+                      copy(A.tile(by * 64, 0), As);
+                      clear(o);
+                      clear(t);
+                      fill(m, -infinity());
+                      pipelined(ceildiv(Nk, 64), 2, [&](Var kb) {
+                        copy(B.tile(kb * 64, 0), Bs);
+                        copy(V.tile(kb * 64, 0), Vs);
+                        gemm(As, Bs, s, {.trans_b = true, .clear = true});
+                        reduce_max(s, m, 1, /*clear=*/false);
+                        reduce_sum(s, t, 1, /*clear=*/false);
+                        parallel({64, 64}, [&](Var i, Var j) { p(i, j) = s(i, j) - m(i); });
+                        gemm(p, Vs, o);
+                      });
+                      copy(o, O.tile(by * 64, 0));
+                      copy(m, Mx.tile(by * 64));
+                      copy(t, S.tile(by * 64));
+                    });
+  const int64_t rows = 100, keys = 128;
+  c.args = {ints(bf16, {rows, 32}, 31), ints(bf16, {keys, 32}, 32), ints(bf16, {keys, 64}, 33),
+            sentinel(f32, {rows, 64}), sentinel(f32, {rows}), sentinel(f32, {rows})};
+  c.outputs = {3, 4, 5};
+  c.expect = [](std::vector<HostTensor>& a) {
+    const int64_t R = a[3].shape()[0], Nk = a[1].shape()[0];
+    for (int64_t i = 0; i < R; ++i) {
+      double mx = -INFINITY, sum = 0;
+      std::vector<double> o(64, 0.0);
+      for (int64_t k0 = 0; k0 < Nk; k0 += 64) {
+        std::vector<double> s(64);
+        for (int64_t j = 0; j < 64; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < 32; ++e)
+            d += a[0].get(i * 32 + e) * a[1].get((k0 + j) * 32 + e);
+          s[j] = d;
+          mx = std::fmax(mx, d);
+          sum += d;
+        }
+        for (int64_t j = 0; j < 64; ++j) // s - max: an integer in [-256, 0], exact in bf16
+          for (int64_t d = 0; d < 64; ++d)
+            o[d] += (s[j] - mx) * a[2].get((k0 + j) * 64 + d);
+      }
+      for (int64_t d = 0; d < 64; ++d)
+        a[3].set(i * 64 + d, o[d]);
+      a[4].set(i, mx);
+      a[5].set(i, sum);
+    }
+  };
+  return c;
+}
+
+/// One warp's mma gemm (wgmma needs whole warpgroups, so sm_90a takes mma too): C = A B over
+/// a 128 x 8 tile, K in steps of 32 through `stages` (1: a serial loop), B [K, N] or, with
+/// trans_b, [N, K]. K = 48 leaves half of the last step past A's and B's end (zeros).
+inline DiffCase one_warp_mma(const std::string& name, int64_t K, int stages, bool trans_b) {
+  DiffCase c;
+  c.name = name;
+  Dim M("M"), Kd("K"), N("N");
+  Tensor A("A", {M, Kd}, bf16), C("C", {M, N}, f32);
+  Tensor B = trans_b ? Tensor("B", {N, Kd}, bf16) : Tensor("B", {Kd, N}, bf16);
+  c.kernel = kernel("one_warp_" + name, {A, B, C}, grid(ceildiv(N, 8), ceildiv(M, 128)),
+                    threads(32), [&](Var bx, Var by) {
+                      Tile acc = alloc_fragment({128, 8}, f32);
+                      fill(acc, 0.0);
+                      auto step = [&](Var ko) {
+                        Tile As = alloc_shared({128, 32}, bf16);
+                        Tile Bs = trans_b ? alloc_shared({8, 32}, bf16) : alloc_shared({32, 8}, bf16);
+                        copy(A.tile(by * 128, ko * 32), As);
+                        if (trans_b)
+                          copy(B.tile(bx * 8, ko * 32), Bs);
+                        else
+                          copy(B.tile(ko * 32, bx * 8), Bs);
+                        gemm(As, Bs, acc, {.trans_b = trans_b});
+                      };
+                      if (stages > 1)
+                        pipelined(ceildiv(Kd, 32), stages, step);
+                      else
+                        serial(ceildiv(Kd, 32), step);
+                      copy(acc, C.tile(by * 128, bx * 8));
+                    });
+  const int64_t Mv = 100, Nv = 16;
+  c.args = {ints(bf16, {Mv, K}, 41), trans_b ? ints(bf16, {Nv, K}, 42) : ints(bf16, {K, Nv}, 42),
+            sentinel(f32, {Mv, Nv})};
+  c.outputs = {2};
+  c.expect = [trans_b](std::vector<HostTensor>& a) {
+    const int64_t M = a[0].shape()[0], K = a[0].shape()[1], N = a[2].shape()[1];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double d = 0;
+        for (int64_t k = 0; k < K; ++k)
+          d += a[0].get(i * K + k) * a[1].get(trans_b ? j * K + k : k * N + j);
+        a[2].set(i * N + j, d);
+      }
+  };
+  return c;
+}
+inline DiffCase one_warp_mma_pipelined_tail() {
+  return one_warp_mma("OneWarpMmaPipelinedKTail", 48, 3, false);
+}
+inline DiffCase one_warp_mma_serial_tail() {
+  return one_warp_mma("OneWarpMmaSerialKTail", 48, 1, false);
+}
+inline DiffCase one_warp_mma_pipelined() {
+  return one_warp_mma("OneWarpMmaPipelined", 64, 3, false);
+}
+inline DiffCase one_warp_mma_trans_b() {
+  return one_warp_mma("OneWarpMmaTransB", 48, 3, true);
+}
+
+/// One warp's mma with A from registers (mma_rs): A [32, 16] f16 written element-wise, B from
+/// shared, into a 32 x 64 accumulator started at -3.
+inline DiffCase one_warp_mma_register_a() {
+  DiffCase c;
+  c.name = "OneWarpMmaRegisterA";
+  Dim M("M");
+  Tensor B("B", {16, 64}, f16), C("C", {M, 64}, f32);
+  c.kernel = kernel("one_warp_rs", {B, C}, grid(ceildiv(M, 32)), threads(32), [&](Var by) {
+    Tile a = alloc_fragment({32, 16}, f16), acc = alloc_fragment({32, 64}, f32);
+    Tile Bs = alloc_shared({16, 64}, f16);
+    parallel({32, 16}, [&](Var i, Var j) { a(i, j) = (j / 3) - by + i % 3; });
+    copy(B.tile(0, 0), Bs);
+    parallel({32, 64}, [&](Var i, Var j) { acc(i, j) = -3.0; });
+    gemm(a, Bs, acc);
+    copy(acc, C.tile(by * 32, 0));
+  });
+  c.args = {ints(f16, {16, 64}, 43), sentinel(f32, {40, 64})};
+  c.outputs = {1};
+  c.expect = [](std::vector<HostTensor>& x) {
+    for (int64_t i = 0; i < 40; ++i) {
+      int64_t by = i / 32, r = i % 32;
+      for (int64_t j = 0; j < 64; ++j) {
+        double d = -3;
+        for (int64_t k = 0; k < 16; ++k)
+          d += double(k / 3 - by + r % 3) * x[0].get(k * 64 + j);
+        x[1].set(i * 64 + j, d);
+      }
+    }
+  };
+  return c;
+}
+
 struct NamedCase {
   const char* name;
   DiffCase (*make)();
@@ -591,7 +747,13 @@ inline std::vector<NamedCase> differential_cases() {
           {"RegisterRowReduceAcrossWarps", register_reduce_across_warps},
           {"RegisterFragmentWithRaggedRowBlock", register_ragged_rows_and_columns},
           {"VectorCopyAtOddSizes", vector_copy_odd},
-          {"VectorCopyAligned", vector_copy_aligned}};
+          {"VectorCopyAligned", vector_copy_aligned},
+          {"GemmWithRowsAcrossWarps", gemm_rows_across_warps},
+          {"OneWarpMmaPipelinedKTail", one_warp_mma_pipelined_tail},
+          {"OneWarpMmaSerialKTail", one_warp_mma_serial_tail},
+          {"OneWarpMmaPipelined", one_warp_mma_pipelined},
+          {"OneWarpMmaTransB", one_warp_mma_trans_b},
+          {"OneWarpMmaRegisterA", one_warp_mma_register_a}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

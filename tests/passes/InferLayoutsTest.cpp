@@ -24,6 +24,14 @@ int64_t val(const Expr& e) {
   return v ? *v : -1;
 }
 
+/// A condition at constant thread (comparisons fold to a bool immediate): 1, 0, or -1 if not
+/// folded.
+int64_t truth(const Expr& e) {
+  const auto* i = ir::as<ir::IntImm>(e);
+  EXPECT_TRUE(i) << "not a constant";
+  return i ? i->value : -1;
+}
+
 /// The buffer allocated under `name` (fragments are named frag<N> in allocation order).
 ir::Buffer buffer(const Kernel& k, int index) {
   std::vector<ir::Buffer> all;
@@ -314,3 +322,57 @@ TEST(InferLayouts, SeedMeetingAnAccumulatorRowVectorStaysInShared) {
 }
 
 } // namespace
+
+// A 64-row gemm over 8 warps: wgmma on sm_90a splits rows over warpgroups (64 per warpgroup),
+// so two warpgroups cannot share 64 rows; the gemm takes mma with warps 4 x 2 instead of the
+// SIMT loop. The row max combines across the two warps of a row through shared scratch; the
+// bf16 probabilities, which the 4 x 2 warps cannot feed to mma from registers, go through
+// swizzled shared memory, and the second gemm is mma too.
+TEST(InferLayouts, SixtyFourRowsOverTwoWarpgroupsTakeMma) {
+  Dim M("M"), Nk("Nk");
+  Tensor A("A", {M, 64}, bf16), B("B", {Nk, 64}, bf16), V("V", {Nk, 64}, bf16);
+  Tensor O("O", {M, 64}, f32), Mx("Mx", {M}, f32);
+  Kernel k = kernel("decode_like", {A, B, V, O, Mx}, grid(ceildiv(M, 64)), threads(256),
+                    [&](Var by) {
+                      Tile As = alloc_shared({64, 64}, bf16), Bs = alloc_shared({64, 64}, bf16);
+                      Tile Vs = alloc_shared({64, 64}, bf16);
+                      Tile s = alloc_fragment({64, 64}, f32), p = alloc_fragment({64, 64}, bf16);
+                      Tile o = alloc_fragment({64, 64}, f32), m = alloc_fragment({64}, f32);
+                      copy(A.tile(by * 64, 0), As);
+                      copy(B.tile(0, 0), Bs);
+                      copy(V.tile(0, 0), Vs);
+                      clear(o);
+                      gemm(As, Bs, s, {.trans_b = true, .clear = true});
+                      reduce_max(s, m, 1);
+                      parallel({64, 64}, [&](Var i, Var j) { p(i, j) = s(i, j) - m(i); });
+                      gemm(p, Vs, o);
+                      copy(o, O.tile(by * 64, 0));
+                      copy(m, Mx.tile(by * 64));
+                    });
+  passes::LayoutInfo l = passes::infer_layouts(k.node(), sm90());
+  for (const auto& [g, kind] : l.gemms)
+    EXPECT_EQ(kind, passes::GemmKind::mma) << g->loc.str();
+  const FragmentLayout& acc = l.fragment(buffer(k, 3));
+  EXPECT_EQ(acc.kind, Kind::mma_acc);
+  EXPECT_EQ(acc.warps_m, 4);
+  EXPECT_EQ(acc.warps_n, 2);
+  EXPECT_EQ(l.fragment(buffer(k, 6)).kind, Kind::rows);
+  ir::Buffer p = buffer(k, 4);
+  ASSERT_TRUE(l.promoted.count(p->uid));
+  EXPECT_NE(l.shared_reason.at(p->uid).find("mma reads it from shared memory"), std::string::npos)
+      << l.shared_reason.at(p->uid);
+  EXPECT_EQ(l.shared_layout(p).kind, passes::SharedLayout::Kind::swizzled);
+  // The row max: quad shuffles, then the two warps of each row through shared scratch.
+  auto reduces = nodes<ir::Reduce>(k);
+  ASSERT_EQ(reduces.size(), 1u);
+  passes::ReducePlan rp = passes::plan_reduce(acc, 1);
+  EXPECT_EQ(rp.shuffle_masks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(rp.cross_warp_masks, (std::vector<int>{32}));
+  EXPECT_TRUE(l.reduce_scratch.count(reduces[0]));
+  // Only the first warp of a row's pair stores it: thread 32 holds row 0 too, and does not.
+  FragmentLayout rows = acc.rows();
+  EXPECT_EQ(val(rows.row(Expr(0), Expr(0))), val(rows.row(Expr(32), Expr(0))));
+  EXPECT_EQ(truth(rows.owner(Expr(0))), 1);
+  EXPECT_EQ(truth(rows.owner(Expr(32))), 0);
+  EXPECT_EQ(truth(rows.owner(Expr(64))), 1);
+}

@@ -5,10 +5,10 @@
 // Llama-3's 4 x Sq <= 64) times the Sq query tokens, row i = head i / Sq, token i % Sq, padded
 // to bm; so grouped heads read each K and V tile once for all of them. It walks its sequence's
 // whole cache (bn keys, or one page through the block table, a step) with lesson 13's online
-// softmax in the log2 domain and writes the normalised output. It does not split the keys over
-// blocks: split-KV (lesson 14) needs a second kernel, or a grid-wide barrier, to merge the
-// partials through their log-sum-exp, and Operator::build returns one kernel. So at small
-// batch the grid is only B x Hkv blocks (B=1: 8 on Llama-3-8B).
+// softmax in the log2 domain (AttendKeys.h, shared with the split kernel) and writes the
+// normalised output. So at small batch the grid is only B x Hkv blocks (B=1: 8 on
+// Llama-3-8B); SplitKv.h splits the keys over more blocks in two kernels, which
+// Operator::build, returning one kernel, does not run yet.
 #include "ops/decode_attention/DecodeAttention.h"
 
 #include <algorithm>
@@ -17,13 +17,13 @@
 #include <sstream>
 
 #include "ops/ParseHelpers.h"
+#include "ops/decode_attention/AttendKeys.h"
 #include "tilepilot/tilepilot.h"
 
 namespace tp::ops::decode_attention {
 
 namespace {
 
-constexpr double kLog2e = 1.4426950408889634;
 const char* kOp = "decode_attention";
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -162,84 +162,23 @@ void validate(const Problem& p, const Config& c) {
 Kernel build(const Problem& p, const Config& c) {
   validate(p, c);
   const int64_t G = p.at("H") / p.at("Hkv"), Sq = p.at("Sq"), D = p.at("D");
-  const int64_t bm = c.at("bm"), bn = c.at("bn"), hpt = heads_per_tile(p, c), rows = hpt * Sq;
-  const int stages = static_cast<int>(c.at("stages"));
-  const bool pg = paged(p), lens_in = has_lens(p);
-  const DType dt = p.dtype;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D)), qk_scale = scale * kLog2e;
-  Dim Bd("B"), H("H"), Hkv("Hkv"), L("L"), NP("num_blocks"), MB("max_blocks");
-  Tensor Q("q", {Bd, H, Sq, D}, dt), O("out", {Bd, H, Sq, D}, dt);
-  Tensor K = pg ? Tensor("k_cache", {NP, Hkv, bn, D}, dt) : Tensor("k", {Bd, Hkv, L, D}, dt);
-  Tensor V = pg ? Tensor("v_cache", {NP, Hkv, bn, D}, dt) : Tensor("v", {Bd, Hkv, L, D}, dt);
-  Tensor table("block_table", {Bd, MB}, i32), lens("lens", {Bd}, i32);
-  std::vector<Tensor> params = {Q, K, V};
-  if (pg) params.push_back(table);
-  if (lens_in) params.push_back(lens);
+  const int64_t bn = c.at("bn"), hpt = heads_per_tile(p, c), rows = hpt * Sq;
+  Inputs in = make_inputs(p, c);
+  Tensor O("out", {in.B, in.H, Sq, D}, p.dtype);
+  std::vector<Tensor> params = in.params;
   params.push_back(O);
-  std::string name = "decode_attention_d" + std::to_string(D) + "_g" + std::to_string(G) + "_sq" +
-                     std::to_string(Sq) + (pg ? "_paged" + std::to_string(bn) : "") +
-                     (lens_in && !pg ? "_lens" : "");
-  return kernel(
-      name, params, grid(ceil_div(G, hpt), Hkv, Bd), threads(static_cast<int>(c.at("threads"))),
-      [&](Var rx, Var hk, Var b) {
-        Var len = let("len", lens_in ? Expr(lens(b)) : Expr(L));
-        Tile Qs = alloc_shared({bm, D}, dt), Ks = alloc_shared({bn, D}, dt);
-        Tile Vs = alloc_shared({bn, D}, dt);
-        Tile s = alloc_fragment({bm, bn}, f32), pr = alloc_fragment({bm, bn}, dt);
-        Tile o = alloc_fragment({bm, D}, f32);
-        Tile m = alloc_fragment({bm}, f32), m_prev = alloc_fragment({bm}, f32);
-        Tile m_scaled = alloc_fragment({bm}, f32), l = alloc_fragment({bm}, f32);
-        Tile row_sum = alloc_fragment({bm}, f32), corr = alloc_fragment({bm}, f32);
-        // The tile takes hpt whole heads of the group: row i is head rx hpt + i / Sq of the
-        // group, token i % Sq. Rows past the tile's heads (or past the group) repeat its last
-        // row, whose results are never stored, so every load stays inside q.
-        auto row = [&](const Expr& i) { return min(i, rows - 1); };
-        auto head = [&](const Expr& i) { return min(rx * hpt + row(i) / Sq, G - 1); };
-        parallel({bm, D}, [&](Var i, Var d) { Qs(i, d) = Q(b, hk * G + head(i), row(i) % Sq, d); });
-        clear(o);
-        clear(l);
-        fill(m, -infinity());
-        // Token t sees keys j < len - Sq + t + 1: at most len, so ceil(len / bn) steps.
-        pipelined(ceildiv(len, bn), stages, [&](Var kb) {
-          if (pg) {
-            Expr page = table(b, kb);
-            copy(K.tile(page, hk, 0, 0), Ks);
-            copy(V.tile(page, hk, 0, 0), Vs);
-          } else {
-            copy(K.tile(b, hk, kb * bn, 0), Ks);
-            copy(V.tile(b, hk, kb * bn, 0), Vs);
-          }
-          gemm(Qs, Ks, s, {.trans_b = true, .clear = true});
-          // Token 0 sees the fewest keys: a step wholly below its limit needs no mask.
-          if_then(kb * bn + bn > len - Sq + 1, [&] {
-            parallel({bm, bn}, [&](Var i, Var j) {
-              Expr ok = kb * bn + j < len - Sq + row(i) % Sq + 1;
-              s(i, j) = select(ok, s(i, j), -infinity());
-            });
-          });
-          copy(m, m_prev);
-          reduce_max(s, m, 1, /*clear=*/false);
-          // A row that has seen no visible key keeps m = -inf; m_scaled = 0 keeps its
-          // terms exp2(-inf) = 0 instead of NaN (attention's rule).
-          parallel({bm}, [&](Var i) {
-            m_scaled(i) = select(m(i) == -infinity(), 0.0, m(i) * qk_scale);
-            corr(i) = exp2(m_prev(i) * qk_scale - m_scaled(i));
-          });
-          parallel({bm, bn},
-                   [&](Var i, Var j) { s(i, j) = exp2(s(i, j) * qk_scale - m_scaled(i)); });
-          reduce_sum(s, row_sum, 1);
-          parallel({bm}, [&](Var i) { l(i) = l(i) * corr(i) + row_sum(i); });
-          parallel({bm, D}, [&](Var i, Var d) { o(i, d) = o(i, d) * corr(i); });
-          copy(s, pr);
-          gemm(pr, Vs, o);
-        });
-        // An empty sequence (or a token that sees no key) has l = 0: its output is 0.
-        parallel({bm, D}, [&](Var i, Var d) {
-          if_then(i < rows && rx * hpt + i / Sq < G, [&] {
-            O(b, hk * G + rx * hpt + i / Sq, i % Sq, d) = select(l(i) > 0, o(i, d) / l(i), 0.0);
-          });
-        });
-      });
+  return kernel("decode_attention" + kernel_tag(p, c), params, grid(ceil_div(G, hpt), in.Hkv, in.B),
+                threads(static_cast<int>(c.at("threads"))), [&](Var rx, Var hk, Var b) {
+                  Var len = let("len", seq_len(p, in, b));
+                  Partial r = attend_keys(p, c, in, rx, hk, b, len, 0, ceildiv(len, bn));
+                  // An empty sequence (or a token that sees no key) has l = 0: its output is 0.
+                  parallel({c.at("bm"), D}, [&](Var i, Var d) {
+                    if_then(i < rows && rx * hpt + i / Sq < G, [&] {
+                      O(b, hk * G + rx * hpt + i / Sq, i % Sq, d) =
+                          select(r.l(i) > 0, r.o(i, d) / r.l(i), 0.0);
+                    });
+                  });
+                });
 }
 
 std::vector<ArgSpec> arg_specs(const Problem& p) {
