@@ -5,8 +5,11 @@
 //
 // An operator's kernel arguments are its parameters in order: inputs, then outputs (outputs()
 // says which). Host calls pass HostTensors, device calls DeviceTensors, in that same order.
+// A call runs the operator's kernel program (Operator::program): one kernel for most
+// operators, or several in order with intermediates between them (split-KV decoding).
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,6 +53,25 @@ struct ArgSpec {
 struct Box {
   int tensor; // index into the kernel parameters
   std::vector<int64_t> min, extent;
+};
+
+/// One kernel launch of a call. args[i] says what the kernel's i-th tensor parameter is bound
+/// to: j < n is the call's argument j (arg_specs order, n = arg_specs().size()), n + t is the
+/// program's intermediate t.
+struct KernelStep {
+  Kernel kernel;
+  std::vector<int> args;
+};
+
+/// What one call of an operator runs: its steps in order on one stream, and the buffers that
+/// carry data between them. Intermediates are allocated by the runtime, not passed by the
+/// caller; their contents are undefined when a call starts (the interpreter fills them with
+/// NaN), so a step must write every element a later step reads. The last step writes the
+/// outputs: the default grid and block_outputs are that step's, and a check on the interpreter
+/// runs every block of the earlier steps and its sample of blocks of the last one.
+struct KernelProgram {
+  std::vector<KernelStep> steps;
+  std::vector<ArgSpec> intermediates;
 };
 
 /// A config's cost before compiling, for pruning a tuning space. Zero means "not modelled":
@@ -130,7 +152,13 @@ public:
   virtual void validate(const Problem& p, const Config& c) const = 0;
 
   // --- the kernel ------------------------------------------------------------------------
+  /// The kernel of a one-kernel operator. An operator that overrides program() returns its
+  /// last step's kernel here (the one that writes the outputs); nothing in TilePilot calls
+  /// build() for it, every command and dispatch runs program().
   virtual Kernel build(const Problem& p, const Config& c) const = 0;
+  /// The kernels a call runs. Default: one step, build(p, c) bound to the call's arguments in
+  /// order, no intermediates. validate_program() is checked wherever a program is run.
+  virtual KernelProgram program(const Problem& p, const Config& c) const;
   /// The kernel's arguments in parameter order.
   virtual std::vector<ArgSpec> arg_specs(const Problem& p) const = 0;
   /// Kernel arguments in parameter order: inputs random (seeded), outputs poisoned. Default:
@@ -139,13 +167,14 @@ public:
   virtual std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const;
   /// Indices of the arguments that are outputs.
   virtual std::vector<int> outputs(const Problem& p) const = 0;
-  /// The output boxes block (x, y, z) writes. Default: read from the built kernel's writes
+  /// The output boxes block (x, y, z) of the program's last step writes (Box::tensor: the
+  /// call's argument index). Default: read from that kernel's writes
   /// (copies, fills and element stores into the outputs, evaluated for this block); user error
   /// when a write's position depends on loaded data, and the operator must then override it.
   virtual std::vector<Box> block_outputs(const Problem& p, const Config& c,
                                          const std::array<int64_t, 3>& block) const;
-  /// The launch grid: by default the built kernel's own grid with its Dims bound by
-  /// arg_specs().
+  /// The launch grid of the program's last step: by default that kernel's own grid with its
+  /// Dims bound by the specs of what its parameters are bound to.
   virtual std::array<int64_t, 3> grid(const Problem& p, const Config& c) const;
   virtual double flops(const Problem& p) const = 0;
   /// Bytes the operator must move at least (inputs read once, outputs written once).
@@ -190,8 +219,8 @@ public:
   /// The problem a tuning key is made of: by default `p`. An operator folds keys here that
   /// only matter together (grouped heads: H / Hkv) or not at all (per-batch lengths).
   virtual Problem tuning_problem(const Problem& p) const { return p; }
-  /// Pre-compile cost of `c` on `arch`. Default: the kernel lowered for `arch` (no NVRTC):
-  /// its shared memory and block size, with registers not modelled.
+  /// Pre-compile cost of `c` on `arch`. Default: each step's kernel lowered for `arch` (no
+  /// NVRTC): the largest shared memory and block size of any step, registers not modelled.
   virtual Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const;
   /// Shape-aware preference among configs (higher is tried first); 0 when there is none.
   virtual double score(const Problem&, const Config&, int /*sm_count*/) const { return 0; }
@@ -208,6 +237,18 @@ void check_config(const Operator& op, const Problem& p, const Config& c, const s
 /// checked with check_config.
 Config complete_config(const Operator& op, const Problem& p, const std::string& arch,
                        const Config& given);
+
+/// The specs of step `s`'s parameters: the call's arguments (`call`, arg_specs order) and the
+/// intermediates they are bound to.
+std::vector<ArgSpec> step_arg_specs(const KernelProgram& prog, size_t s,
+                                    const std::vector<ArgSpec>& call);
+/// User error naming the operator and the step when `prog` is not a program of `op` for `p`:
+/// no steps, a binding out of range, a kernel whose tensor parameters are not as many as its
+/// bindings (or that takes scalars), a parameter whose dtype or rank (or constant extent)
+/// differs from what it is bound to, or an output the last step does not take.
+void validate_program(const Operator& op, const Problem& p, const KernelProgram& prog);
+/// op.program(p, c), validated.
+KernelProgram checked_program(const Operator& op, const Problem& p, const Config& c);
 
 /// Adds `op` to the registry. User error when an operator of that name exists.
 void register_operator(std::shared_ptr<const Operator> op, const std::string& origin = "");

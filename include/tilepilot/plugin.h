@@ -19,7 +19,7 @@
 #include "tilepilot/operator.h"
 
 /// Bumped whenever a change to the public headers breaks plug-ins built before it.
-#define TILEPILOT_PLUGIN_ABI 2 // 2: Knob::multiple
+#define TILEPILOT_PLUGIN_ABI 3 // 2: Knob::multiple, 3: Operator::program
 
 namespace tp::ops {
 

@@ -11,7 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "codegen/cpu/Interpreter.h"
+#include "ops/HostProgram.h"
 #include "ops/Operator.h"
 #include "tilepilot/error.h"
 
@@ -59,9 +59,9 @@ ops::Config config_for(const ops::Operator& op, const ops::Problem& p,
   return ops::complete_config(op, p, "cpu", given ? *given : ops::Config{});
 }
 
-void interpret(const Kernel& k, std::vector<HostTensor*> args) {
+void interpret(const ops::KernelProgram& prog, std::vector<HostTensor*> args) {
   nb::gil_scoped_release unlocked; // the interpreter runs its own worker threads
-  cpu::interpret(k, args);
+  ops::interpret_program(prog, args);
 }
 
 /// Any registered operator on the CPU interpreter: the problem from its keys, `inputs` (float32
@@ -102,11 +102,11 @@ std::vector<OutArray> run_host(const std::string& op_name,
   }
   if (next != inputs.size())
     user_error() << op_name << ": takes " << next << " inputs, got " << inputs.size();
-  Kernel k = op.build(p, config_for(op, p, config));
+  const ops::KernelProgram prog = ops::checked_program(op, p, config_for(op, p, config));
   std::vector<HostTensor*> ptrs;
   for (HostTensor& t : args)
     ptrs.push_back(&t);
-  interpret(k, ptrs);
+  interpret(prog, ptrs);
   std::vector<OutArray> result;
   for (int o : outs)
     result.push_back(to_numpy(args[o]));

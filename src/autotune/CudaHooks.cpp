@@ -6,6 +6,7 @@
 #include "autotune/CudaHooks.h"
 #include "compile/Lower.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "compile/CudaKernel.h"
 #include "ops/CudaCheck.h"
+#include "ops/CudaProgram.h"
 #include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "runtime/Jit.h"
@@ -66,11 +68,11 @@ struct Shared {
   }
 };
 
-/// One compiled candidate: its kernel, and per device the module loaded there once measure has
-/// needed it (a module belongs to one context).
+/// One compiled candidate: its program, and per device the modules loaded there once measure
+/// has needed them (a module belongs to one context).
 struct Artifact {
-  Kernel kernel;
-  std::vector<std::unique_ptr<cuda::CudaKernel>> loaded; // by hook device index
+  ops::KernelProgram program;
+  std::vector<std::unique_ptr<ops::CudaProgram>> loaded; // by hook device index
   std::vector<int> ordinals;                             // the GPU of each index
 
   // The tuner drops an artifact on its own thread; each kernel's buffers go back to its GPU.
@@ -86,15 +88,16 @@ struct Artifact {
   }
 };
 
-/// The variant CudaKernel will launch for these arguments: TMA needs every TMA-loaded tensor's
-/// rows to be 16-byte multiples (device buffers are 256-byte aligned, so rows decide).
+/// The variant CudaKernel will launch for arguments shaped like `specs` (the step's parameters):
+/// TMA needs every TMA-loaded tensor's rows to be 16-byte multiples (device buffers are 256-byte
+/// aligned, so rows decide).
 cuda::LoweredKernel lower_for_args(const Kernel& k, const std::string& arch,
-                                   const std::vector<HostTensor>& args) {
+                                   const std::vector<ops::ArgSpec>& specs) {
   passes::Target t = passes::Target::parse(arch);
   cuda::LoweredKernel lk = cuda::lower_kernel(k, t);
   for (const cuda::TmaParam& p : lk.tmas) {
-    const HostTensor& a = args.at(p.param);
-    if (a.shape().back() * dtype_bytes(a.dtype()) % 16 != 0) {
+    const ops::ArgSpec& a = specs.at(p.param);
+    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) {
       t.allow_tma = false;
       return cuda::lower_kernel(k, t);
     }
@@ -102,38 +105,61 @@ cuda::LoweredKernel lower_for_args(const Kernel& k, const std::string& arch,
   return lk;
 }
 
+/// A program's usage as the tuner prunes on it: its steps run one at a time, so the most
+/// registers (and stack, shared memory, barriers) of any step, and the spills of all of them.
+void add_step_usage(rt::ResourceUsage& sum, const rt::ResourceUsage& u, bool first) {
+  if (first) {
+    sum = u;
+    return;
+  }
+  sum.registers =
+      (sum.registers < 0 || u.registers < 0) ? -1 : std::max(sum.registers, u.registers);
+  sum.barriers = std::max(sum.barriers, u.barriers);
+  sum.spill_store_bytes += u.spill_store_bytes;
+  sum.spill_load_bytes += u.spill_load_bytes;
+  sum.stack_bytes = std::max(sum.stack_bytes, u.stack_bytes);
+  sum.shared_static_bytes = std::max(sum.shared_static_bytes, u.shared_static_bytes);
+  sum.wgmma_serialized = sum.wgmma_serialized || u.wgmma_serialized;
+  sum.wgmma_fences_injected += u.wgmma_fences_injected;
+  sum.raw += u.raw;
+}
+
 CompiledCandidate compile(Shared& s, const ops::Config& c) {
   // Builder, verifier and lowering reject invalid configs with a UserError (verify_failed).
   ops::check_config(*s.op, s.problem, c, s.arch);
   auto art = std::make_shared<Artifact>();
-  art->kernel = s.op->build(s.problem, c);
+  art->program = ops::checked_program(*s.op, s.problem, c);
   art->loaded.resize(s.devices.size());
   for (const DeviceState& d : s.devices)
     art->ordinals.push_back(d.ordinal);
-  cuda::LoweredKernel lk = lower_for_args(art->kernel, s.arch, s.args());
-  rt::JitKernel j;
-  try {
-    j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, s.arch, {});
-  } catch (const UserError& e) {
-    // NVRTC rejecting generated code (or missing) is a compile failure, not an invalid config.
-    throw std::runtime_error(reason_text(e));
-  }
+  const std::vector<ops::ArgSpec> call = s.op->arg_specs(s.problem);
   CompiledCandidate cc;
-  cc.usage = rt::resource_usage(j.compiled.log, lk.entry);
+  for (size_t i = 0; i < art->program.steps.size(); ++i) {
+    cuda::LoweredKernel lk = lower_for_args(art->program.steps[i].kernel, s.arch,
+                                            ops::step_arg_specs(art->program, i, call));
+    rt::JitKernel j;
+    try {
+      j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, s.arch, {});
+    } catch (const UserError& e) {
+      // NVRTC rejecting generated code (or missing) is a compile failure, not an invalid config.
+      throw std::runtime_error(reason_text(e));
+    }
+    add_step_usage(cc.usage, rt::resource_usage(j.compiled.log, lk.entry), i == 0);
+  }
   cc.artifact = art;
   return cc;
 }
 
 // Called with device `d` bound on this thread (a DeviceScope).
-cuda::CudaKernel& loaded(Shared& s, int d, const CompiledCandidate& cc) {
+ops::CudaProgram& loaded(Shared& s, int d, const CompiledCandidate& cc) {
   auto* art = static_cast<Artifact*>(cc.artifact.get());
   DeviceState& ds = s.devices.at(d);
   if (!ds.dev) ds.dev = std::make_unique<ops::DeviceArgs>(ops::DeviceArgs::upload(s.args()));
-  std::unique_ptr<cuda::CudaKernel>& k = art->loaded.at(d);
+  std::unique_ptr<ops::CudaProgram>& k = art->loaded.at(d);
   if (!k) {
-    // The cubin is in the kernel cache since compile(); this lowers again and loads the module
-    // into this device's context.
-    k = std::make_unique<cuda::CudaKernel>(art->kernel, s.arch);
+    // The cubins are in the kernel cache since compile(); this lowers again and loads the
+    // modules into this device's context.
+    k = std::make_unique<ops::CudaProgram>(art->program, s.arch);
     k->prepare(ds.dev->tensors);
   }
   return *k;
@@ -149,7 +175,7 @@ Measurement measure(Shared& s, int d, const ops::Config& c, const CompiledCandid
   DeviceState& ds = s.devices.at(d);
   rt::DeviceScope on(ds.ordinal);
   rt::LaunchContext context(candidate_text(s, c));
-  cuda::CudaKernel& k = loaded(s, d, cc);
+  ops::CudaProgram& k = loaded(s, d, cc);
   if (!ds.harness) ds.harness = std::make_unique<rt::TimingHarness>();
   rt::Timing t =
       ds.harness->time([&](CUstream st) { k.launch(ds.dev->tensors, st); }, iters, kWarmupRuns);
@@ -157,27 +183,27 @@ Measurement measure(Shared& s, int d, const ops::Config& c, const CompiledCandid
 }
 
 /// The CUDA check (fp64 reference on sampled blocks, fresh inputs) run on the candidate's own
-/// loaded kernel: exactly the binary that was measured. (A fresh build of the config would emit
-/// different buffer names and compile again.)
+/// loaded program: exactly the binaries that were measured. (A fresh build of the config would
+/// emit different buffer names and compile again.)
 bool check_correct(Shared& s, int d, const ops::Config& c, const CompiledCandidate& cc,
                    std::string* why) {
   rt::DeviceScope on(s.devices.at(d).ordinal);
   rt::LaunchContext context(candidate_text(s, c) + " (checking it)");
-  cuda::CudaKernel& k = loaded(s, d, cc);
+  ops::CudaProgram& k = loaded(s, d, cc);
   ops::CheckOptions o;
   o.backend = "cuda";
   o.arch = s.arch;
   o.config = c;
   o.seed = kSeed + 1; // not the timed inputs
   const std::vector<int> outputs = s.op->outputs(s.problem);
-  auto run = [&](const Kernel&, std::vector<HostTensor>& args,
+  auto run = [&](const ops::KernelProgram&, std::vector<HostTensor>& args,
                  const std::vector<std::array<int64_t, 3>>&) {
     ops::DeviceArgs d = ops::DeviceArgs::upload(args);
     k.launch(d.tensors);
     TILEPILOT_CU(rt::driver().cuCtxSynchronize());
     d.download(args, outputs);
   };
-  ops::CheckResult r = ops::check_with(*s.op, s.problem, o, run);
+  ops::CheckResult r = ops::check_program_with(*s.op, s.problem, o, run);
   if (!r.passed && why) {
     *why = "max_abs_err " + std::to_string(r.max_abs_err) + ", " + std::to_string(r.bad) + " of " +
            std::to_string(r.checked) + " checked elements out of tolerance (atol " +

@@ -29,11 +29,11 @@ DeviceRun::DeviceRun(std::set<std::string> disabled,
 
 DeviceRun::~DeviceRun() = default;
 
-std::shared_ptr<cuda::CudaKernel> DeviceRun::kernel(const Kernel& k) {
-  return std::make_shared<cuda::CudaKernel>(k, arch_);
+std::shared_ptr<ops::CudaProgram> DeviceRun::kernel(const ops::KernelProgram& prog) {
+  return std::make_shared<ops::CudaProgram>(prog, arch_);
 }
 
-void DeviceRun::prepare(cuda::CudaKernel& ck, const std::vector<cuda::DeviceTensor>& args,
+void DeviceRun::prepare(ops::CudaProgram& ck, const std::vector<cuda::DeviceTensor>& args,
                         bool* missing) {
   *missing = false;
   if (disabled("NVRTC")) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compile/CudaKernel.h"
+#include "ops/CudaProgram.h"
 #include "ops/Operator.h"
 #include "tilepilot/dispatch.h"
 
@@ -25,11 +26,11 @@ public:
             std::function<void(const std::string& key, const std::string& line)> note);
   ~DeviceRun();
 
-  /// The pinned kernel for this device (nothing is compiled yet).
-  std::shared_ptr<cuda::CudaKernel> kernel(const Kernel& k);
-  /// Compiles and loads the variant of `ck` these arguments need (a no-op once loaded). Throws
-  /// on failure; `*missing` says whether a library it needs (NVRTC) is the cause.
-  void prepare(cuda::CudaKernel& ck, const std::vector<cuda::DeviceTensor>& args, bool* missing);
+  /// The pinned kernel program for this device (nothing is compiled yet).
+  std::shared_ptr<ops::CudaProgram> kernel(const ops::KernelProgram& prog);
+  /// Compiles and loads the variants of `ck`'s steps these arguments need (a no-op once
+  /// loaded). Throws on failure; `*missing` says whether a library it needs (NVRTC) is the cause.
+  void prepare(ops::CudaProgram& ck, const std::vector<cuda::DeviceTensor>& args, bool* missing);
 
   /// Runs the framework operator of `p` (args in the kernel's parameter order) on `stream`;
   /// returns its name.

@@ -18,10 +18,10 @@ struct Dispatcher::Impl {
   std::set<std::string> forced;
   std::map<std::string, OpCounters> counters;
   std::set<std::string> logged;
-  // Pinned kernels by bucket (operator problem + config), host and device, and the buckets
-  // whose pinned config failed to build or compile (reason and message).
-  std::map<std::string, Kernel> host_kernels;
-  std::map<std::string, std::shared_ptr<cuda::CudaKernel>> device_kernels;
+  // Pinned kernel programs by bucket (operator problem + config), host and device, and the
+  // buckets whose pinned config failed to build or compile (reason and message).
+  std::map<std::string, ops::KernelProgram> host_kernels;
+  std::map<std::string, std::shared_ptr<ops::CudaProgram>> device_kernels;
   std::map<std::string, std::pair<FallbackReason, std::string>> broken;
   std::set<std::string> launched; // device buckets whose pinned kernel has launched once
 
@@ -55,10 +55,11 @@ void install_release(ops::Dispatcher& d, release::Release r);
 
 /// A release in memory: each (problem, config) pinned on `dev` and recorded as tested and passed.
 release::Release memory_release(const std::string& op, const ops::DeviceIdentity& dev,
-                              const std::vector<std::pair<ops::Problem, ops::Config>>& pins);
+                                const std::vector<std::pair<ops::Problem, ops::Config>>& pins);
 
 /// One call on host tensors (parameter order; outputs written in place).
-void run_host(ops::Dispatcher::Impl& im, const ops::Problem& p, const std::vector<HostTensor*>& args);
+void run_host(ops::Dispatcher::Impl& im, const ops::Problem& p,
+              const std::vector<HostTensor*>& args);
 /// One call on device tensors (parameter order), enqueued on `stream`.
 void run_device(ops::Dispatcher::Impl& im, const ops::Problem& p,
                 const std::vector<cuda::DeviceTensor>& args, void* stream);

@@ -55,18 +55,18 @@ void run_host(Dispatcher::Impl& im, const Problem& p, const std::vector<HostTens
   if (r.pinned) {
     const Config cfg = r.entry->config;
     const std::string key = "host|" + bucket_key(p, cfg);
-    Kernel k;
+    ops::KernelProgram k;
     if (!known_broken(im, key, r)) {
       {
         std::lock_guard<std::mutex> g(im.mu);
         if (auto it = im.host_kernels.find(key); it != im.host_kernels.end()) k = it->second;
       }
-      if (!k.defined()) {
+      if (k.steps.empty()) {
         try {
           // A release's config is checked like any other before it is built.
           const ops::Operator& op = find_operator(p.op);
           ops::check_config(op, p, cfg, "cpu");
-          k = op.build(p, cfg);
+          k = ops::checked_program(op, p, cfg);
           std::lock_guard<std::mutex> g(im.mu);
           im.host_kernels[key] = k;
         } catch (const Error& e) {
@@ -93,7 +93,7 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
   if (r.pinned) {
     const Config cfg = r.entry->config;
     const std::string key = "device|" + bucket_key(p, cfg);
-    std::shared_ptr<cuda::CudaKernel> ck;
+    std::shared_ptr<ops::CudaProgram> ck;
     if (!known_broken(im, key, r)) {
       {
         std::lock_guard<std::mutex> g(im.mu);
@@ -105,7 +105,7 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
         if (!ck) {
           const ops::Operator& op = find_operator(p.op);
           ops::check_config(op, p, cfg, ops::device_arch());
-          ck = dev.kernel(op.build(p, cfg));
+          ck = dev.kernel(ops::checked_program(op, p, cfg));
         }
         dev.prepare(*ck, a, &missing);
         std::lock_guard<std::mutex> g(im.mu);

@@ -1,12 +1,12 @@
 // Host execution of dispatched calls.
 #include "dispatch/HostRun.h"
 
-#include "codegen/cpu/Interpreter.h"
+#include "ops/HostProgram.h"
 
 namespace tp::dispatch {
 
-void run_interpreter(const Kernel& k, const std::vector<HostTensor*>& args) {
-  cpu::interpret(k, args);
+void run_interpreter(const ops::KernelProgram& prog, const std::vector<HostTensor*>& args) {
+  ops::interpret_program(prog, args);
 }
 
 void run_host_framework(const ops::Problem& p, const std::vector<HostTensor*>& args) {

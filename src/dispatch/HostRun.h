@@ -8,8 +8,9 @@
 
 namespace tp::dispatch {
 
-/// Runs `k` over its whole grid on `args` (parameter order). Only outputs are written.
-void run_interpreter(const Kernel& k, const std::vector<HostTensor*>& args);
+/// Runs `prog`'s steps over their whole grids on `args` (parameter order). Only outputs are
+/// written.
+void run_interpreter(const ops::KernelProgram& prog, const std::vector<HostTensor*>& args);
 
 /// The operator's host framework for `p` on `args` (parameter order; outputs written).
 void run_host_framework(const ops::Problem& p, const std::vector<HostTensor*>& args);

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "codegen/cpu/Interpreter.h"
+#include "ops/HostProgram.h"
 #include "ops/MemoryCheck.h"
 
 namespace tp::ops {
@@ -99,20 +99,31 @@ std::pair<double, double> default_tolerance(const Operator& op, const Problem& p
 }
 
 CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o) {
-  return check_with(op, p, o,
-                    [](const Kernel& k, std::vector<HostTensor>& args,
-                       const std::vector<std::array<int64_t, 3>>& blocks) {
-                      std::vector<HostTensor*> ptrs;
-                      for (auto& a : args)
-                        ptrs.push_back(&a);
-                      cpu::InterpretOptions io;
-                      io.blocks = blocks;
-                      cpu::interpret(k, ptrs, io);
-                    });
+  return check_program_with(op, p, o,
+                            [](const KernelProgram& prog, std::vector<HostTensor>& args,
+                               const std::vector<std::array<int64_t, 3>>& blocks) {
+                              std::vector<HostTensor*> ptrs;
+                              for (auto& a : args)
+                                ptrs.push_back(&a);
+                              interpret_program(prog, ptrs, blocks);
+                            });
 }
 
 CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions& o,
                        const BlockRunner& run) {
+  return check_program_with(op, p, o,
+                            [&](const KernelProgram& prog, std::vector<HostTensor>& args,
+                                const std::vector<std::array<int64_t, 3>>& blocks) {
+                              if (prog.steps.size() != 1)
+                                user_error() << op.name() << " runs " << prog.steps.size()
+                                             << " kernels per call; this check runs one kernel "
+                                             << "(check the program instead)";
+                              run(prog.steps[0].kernel, args, blocks);
+                            });
+}
+
+CheckResult check_program_with(const Operator& op, const Problem& p, const CheckOptions& o,
+                               const ProgramRunner& run) {
   auto t0 = std::chrono::steady_clock::now();
   CheckResult r;
   r.op = op.name();
@@ -127,7 +138,8 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   // Before anything is allocated: a problem too large for this host is bad input.
   require_memory(op, p, "check");
   check_config(op, p, r.config, o.arch);
-  Kernel k = op.build(p, r.config);
+  const KernelProgram prog = checked_program(op, p, r.config);
+  if (!prog.intermediates.empty()) require_memory(op, p, "check", 0, intermediate_bytes(prog));
   std::vector<HostTensor> args = op.make_args(p, o.seed);
   std::array<int64_t, 3> g = op.grid(p, r.config);
   r.blocks_total = g[0] * g[1] * g[2];
@@ -149,7 +161,7 @@ CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions&
   const double work = std::max(op.flops(p), kRefCostPerElement * out_elements);
   std::vector<std::array<int64_t, 3>> blocks = choose_blocks(g, work, budget, o.seed);
   r.blocks_run = static_cast<int64_t>(blocks.size());
-  run(k, args, o.backend == "cpu" ? blocks : std::vector<std::array<int64_t, 3>>{});
+  run(prog, args, o.backend == "cpu" ? blocks : std::vector<std::array<int64_t, 3>>{});
 
   // The fp64 reference of every sampled box, computed on all cores (an operator's reference
   // reads its inputs only; docs/operators.md states that it must be safe to call concurrently),

@@ -34,9 +34,14 @@ struct CheckResult {
   double seconds = 0;
 };
 
-/// Runs a kernel's blocks: the CPU interpreter by default, a GPU launcher when registered.
+/// Runs a one-kernel program's blocks (a caller's own launcher of that kernel).
 using BlockRunner = std::function<void(const Kernel&, std::vector<HostTensor>&,
                                        const std::vector<std::array<int64_t, 3>>& blocks)>;
+/// Runs an operator's program on the call's host tensors: the CPU interpreter by default, a
+/// GPU launcher for the CUDA backend. `blocks` are the last step's to run (empty: the whole
+/// grid); earlier steps always run whole.
+using ProgramRunner = std::function<void(const KernelProgram&, std::vector<HostTensor>&,
+                                         const std::vector<std::array<int64_t, 3>>& blocks)>;
 
 /// The operator's default tolerance for p's dtype. For f32 it grows with the reduction length
 /// n as sqrt(n / 256) (n <= 256: unchanged): the rounding error of an f32 sum of n terms grows
@@ -46,6 +51,10 @@ std::pair<double, double> default_tolerance(const Operator& op, const Problem& p
 
 CheckResult check(const Operator& op, const Problem& p, const CheckOptions& o);
 /// Same, with a caller-supplied runner (the CUDA backend runs the whole grid).
+CheckResult check_program_with(const Operator& op, const Problem& p, const CheckOptions& o,
+                               const ProgramRunner& run);
+/// The same for a one-kernel operator, with a runner of that kernel; user error when op's
+/// program has several steps.
 CheckResult check_with(const Operator& op, const Problem& p, const CheckOptions& o,
                        const BlockRunner& run);
 

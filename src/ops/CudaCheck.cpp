@@ -1,6 +1,7 @@
 // GPU check runner.
 #include "ops/CudaCheck.h"
 
+#include "ops/CudaProgram.h"
 #include "runtime/DeviceFaults.h"
 #include "runtime/Driver.h"
 #include "tilepilot/runtime.h"
@@ -36,17 +37,17 @@ CheckResult check_cuda(const Operator& op, const Problem& p, CheckOptions o) {
   // The problem and config ride with the launch: a fault's message names them beside the kernel.
   const std::string context = "checking " + op.name() + " " + p.shape_str() +
                               (o.config.empty() ? "" : " config " + config_str(o.config));
-  auto run = [&](const Kernel& k, std::vector<HostTensor>& args,
+  auto run = [&](const KernelProgram& prog, std::vector<HostTensor>& args,
                  const std::vector<std::array<int64_t, 3>>&) {
     rt::ensure_context();
     rt::LaunchContext scope(context);
     DeviceArgs d = DeviceArgs::upload(args);
-    cuda::CudaKernel ck(k, arch);
-    ck.launch(d.tensors);
+    CudaProgram cp(prog, arch);
+    cp.launch(d.tensors);
     TILEPILOT_CU(rt::driver().cuCtxSynchronize());
     d.download(args, op.outputs(p));
   };
-  return check_with(op, p, o, run);
+  return check_program_with(op, p, o, run);
 }
 
 } // namespace tp::ops

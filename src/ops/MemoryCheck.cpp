@@ -60,9 +60,20 @@ double host_available_bytes() {
   return avail;
 }
 
+double intermediate_bytes(const KernelProgram& prog) {
+  double bytes = 0;
+  for (const ArgSpec& a : prog.intermediates) {
+    double n = dtype_bytes(a.dtype);
+    for (int64_t e : a.shape)
+      n *= static_cast<double>(e);
+    bytes += n;
+  }
+  return bytes;
+}
+
 void require_memory(const Operator& op, const Problem& p, const std::string& where,
-                    double device_bytes) {
-  const double need = problem_bytes(op, p);
+                    double device_bytes, double extra_bytes) {
+  const double need = problem_bytes(op, p) + extra_bytes;
   const double host = host_available_bytes();
   const std::string what = where + ": " + op.name() + " " + p.shape_str() + " " +
                            dtype_name(p.dtype) + " needs about " + gib(need);

@@ -18,9 +18,13 @@ double problem_bytes(const Operator& op, const Problem& p);
 /// 0 when unknown. TILEPILOT_HOST_MEMORY_BYTES overrides it (tests).
 double host_available_bytes();
 
-/// User error naming the problem, the bytes it needs and what the host (and, when
-/// device_bytes > 0, the device) has, with the fix. `where` prefixes the message ("check").
+/// Bytes of a program's intermediates at their dtype.
+double intermediate_bytes(const KernelProgram& prog);
+
+/// User error naming the problem, the bytes it needs (problem_bytes plus `extra_bytes`, e.g. a
+/// program's intermediates) and what the host (and, when device_bytes > 0, the device) has,
+/// with the fix. `where` prefixes the message ("check").
 void require_memory(const Operator& op, const Problem& p, const std::string& where,
-                    double device_bytes = 0);
+                    double device_bytes = 0, double extra_bytes = 0);
 
 } // namespace tp::ops

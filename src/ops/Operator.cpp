@@ -136,9 +136,11 @@ std::vector<HostTensor> Operator::make_args(const Problem& p, uint64_t seed) con
 }
 
 std::array<int64_t, 3> Operator::grid(const Problem& p, const Config& c) const {
-  Kernel k = build(p, c);
+  const KernelProgram prog = checked_program(*this, p, c);
+  const size_t last = prog.steps.size() - 1;
+  const Kernel& k = prog.steps.at(last).kernel;
   std::vector<ir::ArgDesc> descs;
-  for (const ArgSpec& s : arg_specs(p))
+  for (const ArgSpec& s : step_arg_specs(prog, last, arg_specs(p)))
     descs.push_back({s.dtype, s.shape});
   ir::Binding env = ir::bind_args(k.node(), descs);
   std::array<int64_t, 3> g{1, 1, 1};
@@ -149,20 +151,31 @@ std::array<int64_t, 3> Operator::grid(const Problem& p, const Config& c) const {
 
 std::vector<Box> Operator::block_outputs(const Problem& p, const Config& c,
                                          const std::array<int64_t, 3>& block) const {
-  // Check asks for a handful of blocks of one kernel in a row: keep the last one built.
+  // Check asks for a handful of blocks of one program in a row: keep the last one built.
   thread_local std::string last_key;
-  thread_local Kernel last;
+  thread_local KernelProgram last;
   const std::string key =
       name() + "|" + p.shape_str() + "|" + dtype_name(p.dtype) + "|" + config_str(c);
-  if (key != last_key || !last.defined()) {
-    last = build(p, c);
+  if (key != last_key || last.steps.empty()) {
+    last = checked_program(*this, p, c);
     last_key = key;
   }
-  std::optional<std::vector<Box>> boxes = output_boxes(last, arg_specs(p), outputs(p), block);
+  // The last step writes the outputs: its parameters bound to them, mapped back to the call's
+  // argument indices afterwards.
+  const size_t s = last.steps.size() - 1;
+  const KernelStep& step = last.steps.at(s);
+  std::vector<int> params;
+  for (int o : outputs(p))
+    for (size_t i = 0; i < step.args.size(); ++i)
+      if (step.args[i] == o) params.push_back(static_cast<int>(i));
+  std::optional<std::vector<Box>> boxes =
+      output_boxes(step.kernel, step_arg_specs(last, s, arg_specs(p)), params, block);
   if (!boxes)
     user_error() << name() << ": which output elements a block writes cannot be read from the "
                  << "kernel (a write's position depends on loaded data or is not a box); "
                  << "override Operator::block_outputs to say it";
+  for (Box& b : *boxes)
+    b.tensor = step.args.at(b.tensor);
   return *boxes;
 }
 
@@ -196,18 +209,24 @@ void Operator::run_host_framework(const Problem& p, std::vector<HostTensor>& arg
 
 Estimate Operator::estimate(const Problem& p, const Config& c, const std::string& arch) const {
   // The compiler's own plan: lowering needs no NVRTC and no GPU. Registers are left to the
-  // ptxas report after compiling.
+  // ptxas report after compiling. Steps run one after another, so the largest step bounds.
   passes::Target t = passes::Target::parse(arch);
   t.enforce_smem_limit = false; // the tuner compares the plan with the device's limit
-  // The variant this problem launches: without TMA when a tensor's rows are not 16-byte
-  // multiples. Judged over every argument, not only the TMA-loaded ones, so that the estimate
-  // errs towards the variant with fewer threads (a larger register share): pruning less.
-  for (const ArgSpec& a : arg_specs(p))
-    if (!a.shape.empty() && a.shape.back() * dtype_bytes(a.dtype) % 16) t.allow_tma = false;
-  cuda::LoweredKernel lk = cuda::lower_kernel(build(p, c), t);
   Estimate e;
-  e.smem_bytes = lk.smem_bytes;
-  e.block_threads = lk.block_threads;
+  const KernelProgram prog = checked_program(*this, p, c);
+  const std::vector<ArgSpec> call = arg_specs(p);
+  for (size_t s = 0; s < prog.steps.size(); ++s) {
+    // The variant this step launches: without TMA when a tensor's rows are not 16-byte
+    // multiples. Judged over every tensor the step is bound to, not only the TMA-loaded ones,
+    // so that the estimate errs towards the variant with fewer threads (a larger register
+    // share): pruning less.
+    passes::Target ts = t;
+    for (const ArgSpec& a : step_arg_specs(prog, s, call))
+      if (!a.shape.empty() && a.shape.back() * dtype_bytes(a.dtype) % 16) ts.allow_tma = false;
+    cuda::LoweredKernel lk = cuda::lower_kernel(prog.steps[s].kernel, ts);
+    e.smem_bytes = std::max<int64_t>(e.smem_bytes, lk.smem_bytes);
+    e.block_threads = std::max<int64_t>(e.block_threads, lk.block_threads);
+  }
   return e;
 }
 

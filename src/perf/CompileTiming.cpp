@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "ops/CudaProgram.h"
+
 namespace tp::perf {
 
 CompileReport measure_compile(const ops::Operator& op, const ops::Problem& p, const ops::Config& c,
@@ -11,13 +13,13 @@ CompileReport measure_compile(const ops::Operator& op, const ops::Problem& p, co
   ops::check_config(op, p, c, arch);
   CompileReport r;
   auto t0 = std::chrono::steady_clock::now();
-  r.kernel = op.build(p, c);
+  r.program = ops::checked_program(op, p, c);
   double build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Prime: NVRTC's library loaded, the cubin on disk and the module in this process.
-  cuda::CudaKernel(r.kernel, arch).prepare(args);
+  ops::CudaProgram(r.program, arch).prepare(args);
 
-  cuda::CudaKernel cold(r.kernel, arch, /*bypass_cache=*/true);
+  ops::CudaProgram cold(r.program, arch, /*bypass_cache=*/true);
   cuda::CompileTimings ct = cold.prepare(args);
   r.cold_phases_ms = {{"build", build_ms},
                       {"passes+codegen", ct.passes * 1e3},
@@ -27,7 +29,7 @@ CompileReport measure_compile(const ops::Operator& op, const ops::Problem& p, co
     r.cold_ms += ms;
   r.cold_registers = ct.registers;
 
-  cuda::CudaKernel warm(r.kernel, arch);
+  ops::CudaProgram warm(r.program, arch);
   cuda::CompileTimings wt = warm.prepare(args);
   r.warm_phases_ms = {{"passes+codegen", wt.passes * 1e3}, {"lookup", wt.lookup * 1e3}};
   if (!wt.cache_hit) {

@@ -1,9 +1,10 @@
-// Cold and warm compile of one kernel on the current GPU, by phase. Cold: the built kernel
-// compiled with every cache bypassed (NVRTC runs, the module is loaded). Warm: the same built
+// Cold and warm compile of one operator's kernel program on the current GPU, by phase, summed
+// over its steps (a call needs every one). Cold: the built kernels compiled with every cache
+// bypassed (NVRTC runs, the module is loaded). Warm: the same built
 // kernel prepared again, found in this process's module cache (what a running process pays for a
 // kernel it has used before: lowering and the cache lookup; no NVRTC, no module load).
 //
-// The same Kernel object is used throughout on purpose: generated CUDA names buffers by their
+// The same Kernel objects are used throughout on purpose: generated CUDA names buffers by their
 // builder ids, so a second build of one config gives different source text and cache key.
 #pragma once
 #include <string>
@@ -26,7 +27,7 @@ struct CompileReport {
   double warm_ms = 0;
   std::vector<std::pair<std::string, double>> warm_phases_ms; // passes+codegen, lookup
   bool warm_cache_hit = false; // false would mean the warm path compiled (cache not writable)
-  Kernel kernel;               // the built kernel, compiled and loaded: reuse it to launch
+  ops::KernelProgram program;  // the built program, compiled and loaded: reuse it to launch
 };
 
 /// Measures (op, p, c) for `arch`, which must be the current GPU's, on tensors shaped like

@@ -4,9 +4,10 @@
 namespace tp::perf {
 
 namespace {
-Kernel checked_build(const ops::Operator& op, const ops::Problem& p, const ops::Config& c) {
+ops::KernelProgram checked_build(const ops::Operator& op, const ops::Problem& p,
+                                 const ops::Config& c) {
   ops::check_config(op, p, c, ops::device_arch());
-  return op.build(p, c);
+  return ops::checked_program(op, p, c);
 }
 } // namespace
 
@@ -18,9 +19,9 @@ OursKernel::OursKernel(const ops::Operator& op, const ops::Problem& p, const ops
                        const std::vector<cuda::DeviceTensor>& args)
     : OursKernel(checked_build(op, p, c), args) {}
 
-OursKernel::OursKernel(const Kernel& k, const std::vector<cuda::DeviceTensor>& args)
+OursKernel::OursKernel(const ops::KernelProgram& prog, const std::vector<cuda::DeviceTensor>& args)
     : arch_(ops::device_arch()), args_(args),
-      kernel_(std::make_unique<cuda::CudaKernel>(k, arch_)) {
+      kernel_(std::make_unique<ops::CudaProgram>(prog, arch_)) {
   // Compile and load now, so that the first timed launch does not pay for it.
   timings_ = kernel_->prepare(args_);
 }

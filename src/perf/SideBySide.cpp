@@ -44,7 +44,7 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   ops::DeviceArgs dev = ops::DeviceArgs::upload(op.make_args(p, o.seed));
   if (o.compile_timing) r.compile = measure_compile(op, p, c, r.arch, dev.tensors);
   OursKernel ours =
-      r.compile ? OursKernel(r.compile->kernel, dev.tensors) : OursKernel(op, p, c, dev.tensors);
+      r.compile ? OursKernel(r.compile->program, dev.tensors) : OursKernel(op, p, c, dev.tensors);
   std::unique_ptr<ops::Framework> ref;
   try {
     ref = op.framework(p, {});

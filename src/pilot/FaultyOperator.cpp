@@ -94,6 +94,13 @@ public:
   Kernel build(const ops::Problem& p, const ops::Config& c) const override {
     return inject_fault(base_.build(p, c), fault_);
   }
+  /// The base's program with the fault in its last step, the one that writes the outputs.
+  ops::KernelProgram program(const ops::Problem& p, const ops::Config& c) const override {
+    ops::KernelProgram prog = base_.program(p, c);
+    if (!prog.steps.empty())
+      prog.steps.back().kernel = inject_fault(prog.steps.back().kernel, fault_);
+    return prog;
+  }
   std::vector<HostTensor> make_args(const ops::Problem& p, uint64_t seed) const override {
     return base_.make_args(p, seed);
   }

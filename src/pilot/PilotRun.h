@@ -78,6 +78,13 @@ nlohmann::json warm_json(const PilotRun& r, const Case& c, const WarmTiming& t);
 /// Current time, ISO 8601 UTC with milliseconds.
 std::string now_iso8601();
 
+/// The xxh64 of a kernel's canonical IR text: what names its compile and its release bytes.
+std::string kernel_ir_hash(const Kernel& k);
+/// The same over a program's steps: one step hashes as its kernel, several as their IR texts
+/// one after another with their bindings and the intermediates' dtypes and ranks (sizes are
+/// bound at launch), so that cases of one program share one compile.
+std::string program_ir_hash(const ops::KernelProgram& prog);
+
 // The stages, in order (each in its own file).
 void stage_environment(PilotRun& r);
 void stage_correctness(PilotRun& r); // StageCorrectness.cpp

@@ -44,22 +44,33 @@ void write_release(PilotRun& r, nlohmann::json& d) {
   std::vector<std::string> not_produced;
   for (const Case& c : r.cases) {
     ops::Config cfg = r.config_for(c);
-    Kernel k = r.op->build(c.problem, cfg);
-    std::string hash = release::xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
-    std::string stem = "kernels/" + k->name + "_" + hash.substr(0, 8);
+    const ops::KernelProgram prog = ops::checked_program(*r.op, c.problem, cfg);
     nlohmann::json e = {{"problem", release::problem_to_json(c.problem)},
                         {"config", cfg},
                         {"kind", c.representative() ? "representative" : "edge"}};
-    std::string why;
-    if (auto bytes = kernel_bytes(r, hash, k, &why)) {
-      files[stem + ".cu"] = bytes->cuda_source;
-      files[stem + ".cubin"] = bytes->cubin;
-      e["source"] = stem + ".cu";
-      e["cubin"] = stem + ".cubin";
-      e["resources"] = bytes->resources;
-    } else {
-      e["kernel_bytes"] = "not produced: " + why;
-      not_produced.push_back(c.label + ": " + why);
+    // A program of several kernels lists each step's files under "steps"; source and cubin
+    // name the last step's, the one that writes the outputs.
+    if (prog.steps.size() > 1) e["steps"] = nlohmann::json::array();
+    for (const ops::KernelStep& s : prog.steps) {
+      const Kernel& k = s.kernel;
+      std::string hash = kernel_ir_hash(k);
+      std::string stem = "kernels/" + k->name + "_" + hash.substr(0, 8);
+      nlohmann::json step = {{"kernel", k->name}, {"args", s.args}};
+      std::string why;
+      if (auto bytes = kernel_bytes(r, hash, k, &why)) {
+        files[stem + ".cu"] = bytes->cuda_source;
+        files[stem + ".cubin"] = bytes->cubin;
+        step["source"] = stem + ".cu";
+        step["cubin"] = stem + ".cubin";
+        step["resources"] = bytes->resources;
+      } else {
+        step["kernel_bytes"] = "not produced: " + why;
+        if (&s == &prog.steps.back()) not_produced.push_back(c.label + ": " + why);
+      }
+      if (e.contains("steps")) e["steps"].push_back(step);
+      if (&s == &prog.steps.back())
+        for (const char* key : {"source", "cubin", "resources", "kernel_bytes"})
+          if (step.contains(key)) e[key] = step[key];
     }
     const WarmTiming* w = nullptr; // the tuned config's timing when it was adopted
     if (auto t = r.tuned_warm.find(c.index); t != r.tuned_warm.end())

@@ -135,19 +135,36 @@ void write_repro(const std::string& dir, const ReproCase& c, const ops::CheckRes
   release::write_text(dir + "/command.txt", cmd + "\n");
 
   auto op = with_fault(ops::find_operator(c.problem.op), c.fault);
-  Kernel k = op->build(c.problem, c.config);
-  release::write_text(dir + "/kernel.ir.txt", ir::to_string(k.node()));
+  const ops::KernelProgram prog = ops::checked_program(*op, c.problem, c.config);
+  // A program of several kernels writes each step, headed by its index and name, into each file.
+  auto header = [&](size_t s) {
+    return prog.steps.size() == 1
+               ? std::string()
+               : (s ? "\n" : "") + std::string("// ===== step ") + std::to_string(s) + ": " +
+                     prog.steps[s].kernel->name + " =====\n";
+  };
+  std::string ir_text;
+  for (size_t s = 0; s < prog.steps.size(); ++s)
+    ir_text += header(s) + ir::to_string(prog.steps[s].kernel.node());
+  release::write_text(dir + "/kernel.ir.txt", ir_text);
 
   std::string reason;
   if (!b.compile_only) {
     reason = "this build has no CUDA backend (Backends::compile_only is empty)";
   } else {
     try {
-      CompileOnlyResult r = b.compile_only(k, c.arch);
-      release::write_text(dir + "/kernel.cu.txt", r.cuda_source);
-      release::write_text(dir + "/nvrtc.log",
-                          r.nvrtc_log.empty() ? "(NVRTC printed nothing)\n" : r.nvrtc_log);
-      release::write_text(dir + "/resources.json", r.resources.dump(2) + "\n");
+      std::string source, log;
+      nlohmann::json resources = nlohmann::json::array();
+      for (size_t s = 0; s < prog.steps.size(); ++s) {
+        CompileOnlyResult r = b.compile_only(prog.steps[s].kernel, c.arch);
+        source += header(s) + r.cuda_source;
+        log += header(s) + (r.nvrtc_log.empty() ? "(NVRTC printed nothing)\n" : r.nvrtc_log);
+        resources.push_back(r.resources);
+      }
+      release::write_text(dir + "/kernel.cu.txt", source);
+      release::write_text(dir + "/nvrtc.log", log);
+      release::write_text(dir + "/resources.json",
+                          (prog.steps.size() == 1 ? resources[0] : resources).dump(2) + "\n");
       return;
     } catch (const StageSkipped& e) {
       reason = e.what();

@@ -1,7 +1,8 @@
-// The compile stage, per distinct kernel (cases whose kernels print the same canonical IR share
-// one compile): on the target device, cold compile by phase (cache bypassed) and warm compile
-// (cache hit); without it, compile-only for the target arch (NVRTC time and resource usage),
-// which needs no GPU. Either needs the CUDA backend's hook.
+// The compile stage, per distinct kernel program (cases whose programs print the same canonical
+// IR share one compile; a program of several kernels compiles each of its steps): on the target
+// device, cold compile by phase (cache bypassed) and warm compile (cache hit); without it,
+// compile-only for the target arch (NVRTC time and resource usage), which needs no GPU. Either
+// needs the CUDA backend's hook.
 #include "ir/IRPrinter.h"
 #include "pilot/PilotRun.h"
 #include "release/Files.h"
@@ -14,7 +15,7 @@ struct DistinctKernel {
   std::string hash, name;
   const Case* first = nullptr;
   ops::Config config;
-  Kernel kernel;
+  ops::KernelProgram program;
   std::vector<int> cases;
 };
 
@@ -23,10 +24,13 @@ std::vector<DistinctKernel> distinct_kernels(const PilotRun& r) {
   std::map<std::string, size_t> seen;
   for (const Case& c : r.cases) {
     ops::Config cfg = r.config_for(c);
-    Kernel k = r.op->build(c.problem, cfg);
-    std::string h = release::xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
+    ops::KernelProgram prog = ops::checked_program(*r.op, c.problem, cfg);
+    std::string h = program_ir_hash(prog);
+    std::string name;
+    for (const ops::KernelStep& s : prog.steps)
+      name += (name.empty() ? "" : "+") + s.kernel->name;
     auto [it, fresh] = seen.emplace(h, out.size());
-    if (fresh) out.push_back({h, k->name, &c, cfg, k, {}});
+    if (fresh) out.push_back({h, name, &c, cfg, std::move(prog), {}});
     out[it->second].cases.push_back(c.index);
   }
   return out;
@@ -41,6 +45,27 @@ nlohmann::json kernel_json(const DistinctKernel& k) {
 }
 
 } // namespace
+
+std::string kernel_ir_hash(const Kernel& k) {
+  return release::xxh64_hex(ir::to_string(k.node(), /*canonical=*/true));
+}
+
+std::string program_ir_hash(const ops::KernelProgram& prog) {
+  if (prog.steps.size() == 1 && prog.intermediates.empty())
+    return kernel_ir_hash(prog.steps[0].kernel);
+  std::string text;
+  for (const ops::KernelStep& s : prog.steps) {
+    text += ir::to_string(s.kernel.node(), /*canonical=*/true) + "\nbound to";
+    for (int b : s.args)
+      text += " " + std::to_string(b);
+    text += "\n";
+  }
+  // Sizes are bound at launch, as in a kernel's own hash: an intermediate's dtype and rank.
+  for (const ops::ArgSpec& a : prog.intermediates)
+    text += std::string("intermediate ") + dtype_name(a.dtype) + " rank " +
+            std::to_string(a.shape.size()) + "\n";
+  return release::xxh64_hex(text);
+}
 
 void stage_compile(PilotRun& r) {
   if (const StageRecord* c = r.stage("correctness"); !c || !c->passed()) {
@@ -74,12 +99,26 @@ void stage_compile(PilotRun& r) {
         j["cold_ms"] = t.cold_ms;
         j["warm_ms"] = t.warm_ms;
       }
-      if (b.compile_only) {
-        CompileOnlyResult c = b.compile_only(k.kernel, r.spec.device);
+      if (b.compile_only && k.program.steps.size() == 1) {
+        CompileOnlyResult c = b.compile_only(k.program.steps[0].kernel, r.spec.device);
         j["nvrtc_ms"] = c.nvrtc_ms;
         j["resources"] = c.resources;
         if (!c.nvrtc_log.empty()) j["nvrtc_log"] = c.nvrtc_log;
         r.compiled[k.hash] = std::move(c);
+      } else if (b.compile_only) {
+        // Each step on its own (its resources, its log), and the NVRTC time a call needs.
+        double nvrtc_ms = 0;
+        j["steps"] = nlohmann::json::array();
+        for (const ops::KernelStep& s : k.program.steps) {
+          CompileOnlyResult c = b.compile_only(s.kernel, r.spec.device);
+          nlohmann::json sj = {
+              {"kernel", s.kernel->name}, {"nvrtc_ms", c.nvrtc_ms}, {"resources", c.resources}};
+          if (!c.nvrtc_log.empty()) sj["nvrtc_log"] = c.nvrtc_log;
+          j["steps"].push_back(sj);
+          nvrtc_ms += c.nvrtc_ms;
+          r.compiled[kernel_ir_hash(s.kernel)] = std::move(c);
+        }
+        j["nvrtc_ms"] = nvrtc_ms;
       }
       d["kernels"].push_back(j);
     }

@@ -106,6 +106,9 @@ void run_bench(const Args& a, int* rc) {
   if (pilot::arch_problem(dev->arch).empty())
     if (std::string why = pilot::config_problem(op, p, dev->arch, c); !why.empty())
       user_error() << "bench: " << why;
+  // A program of several kernels also needs its intermediates on the device.
+  if (double mid = ops::intermediate_bytes(ops::checked_program(op, p, c)); mid > 0)
+    ops::require_memory(op, p, "bench", static_cast<double>(dev->total_memory_bytes), mid);
   std::optional<autotune::Choice> choice;
   if (policy) {
     choice = autotune::choose_config(*policy, op, p, *dev);

@@ -48,7 +48,8 @@ void add_check_command(CLI::App& app, int* rc) {
         user_error() << "check: " << why;
       std::string no_gpu;
       auto dev = rt::device_info(rt::selected_device_ordinal(), &no_gpu);
-      ops::require_memory(op, p, "check", dev ? static_cast<double>(dev->total_memory_bytes) : 0.0);
+      ops::require_memory(op, p, "check", dev ? static_cast<double>(dev->total_memory_bytes) : 0.0,
+                          ops::intermediate_bytes(ops::checked_program(op, p, c)));
     }
     ops::CheckResult r = run_check(op, p, o);
     if (a->json) {

@@ -1,4 +1,5 @@
-// `tilepilot show OP [--shape ...] [--config ...] [--stage ir|lowered|cuda|ptx|resources]`
+// `tilepilot show OP [--shape ...] [--config ...] [--stage ir|lowered|cuda|ptx|resources]`:
+// the stage of every kernel the operator's program runs, in order.
 #include <iostream>
 
 #include "CliSupport.h"
@@ -45,39 +46,47 @@ void add_show_command(CLI::App& app, int* rc) {
     if (pilot::arch_problem(target.arch).empty())
       if (std::string why = pilot::config_problem(op, p, target.arch, c); !why.empty())
         user_error() << "show: " << why;
-    Kernel k = op.build(p, c);
-    if (a->stage == "ir") {
-      std::cout << ir::to_string(k.node());
-    } else if (a->stage == "lowered" || a->stage == "cuda" || a->stage == "ptx" ||
-               a->stage == "resources") {
-      cuda::LoweredKernel lk = cuda::lower_kernel(k, target);
-      if (a->stage == "lowered") {
-        std::cout << lk.lowered_text;
-      } else if (a->stage == "cuda") {
-        std::cout << lk.source;
-      } else {
-        rt::JitKernel j =
-            rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, target.arch, {});
-        if (a->stage == "ptx") {
-          std::cout << j.compiled.ptx;
+    // A program of several kernels prints each step, headed by its index and kernel name.
+    const ops::KernelProgram prog = ops::checked_program(op, p, c);
+    for (size_t s = 0; s < prog.steps.size(); ++s) {
+      const Kernel& k = prog.steps[s].kernel;
+      if (prog.steps.size() > 1)
+        std::cout << (s ? "\n" : "") << "// ===== step " << s << " of " << prog.steps.size() << ": "
+                  << k->name << " =====\n";
+      if (a->stage == "ir") {
+        std::cout << ir::to_string(k.node());
+      } else if (a->stage == "lowered" || a->stage == "cuda" || a->stage == "ptx" ||
+                 a->stage == "resources") {
+        cuda::LoweredKernel lk = cuda::lower_kernel(k, target);
+        if (a->stage == "lowered") {
+          std::cout << lk.lowered_text;
+        } else if (a->stage == "cuda") {
+          std::cout << lk.source;
         } else {
-          rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
-          std::cout << "entry: " << lk.entry << " (" << a->arch << ")\n"
-                    << "threads per block: " << lk.block_threads << "\n"
-                    << "dynamic shared memory: " << lk.smem_bytes << " bytes\n"
-                    << "registers: " << u.registers << "\n"
-                    << "spill stores: " << u.spill_store_bytes
-                    << " bytes, spill loads: " << u.spill_load_bytes << " bytes\n"
-                    << "stack frame: " << u.stack_bytes << " bytes\n"
-                    << "wgmma serialized by ptxas: " << (u.wgmma_serialized ? "yes" : "no") << "\n"
-                    << "wgmma fences injected by ptxas: " << u.wgmma_fences_injected << "\n"
-                    << "nvrtc: " << j.compiled.seconds << " s" << (j.cache_hit ? " (cached)" : "")
-                    << "\n";
+          rt::JitKernel j =
+              rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, target.arch, {});
+          if (a->stage == "ptx") {
+            std::cout << j.compiled.ptx;
+          } else {
+            rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+            std::cout << "entry: " << lk.entry << " (" << a->arch << ")\n"
+                      << "threads per block: " << lk.block_threads << "\n"
+                      << "dynamic shared memory: " << lk.smem_bytes << " bytes\n"
+                      << "registers: " << u.registers << "\n"
+                      << "spill stores: " << u.spill_store_bytes
+                      << " bytes, spill loads: " << u.spill_load_bytes << " bytes\n"
+                      << "stack frame: " << u.stack_bytes << " bytes\n"
+                      << "wgmma serialized by ptxas: " << (u.wgmma_serialized ? "yes" : "no")
+                      << "\n"
+                      << "wgmma fences injected by ptxas: " << u.wgmma_fences_injected << "\n"
+                      << "nvrtc: " << j.compiled.seconds << " s" << (j.cache_hit ? " (cached)" : "")
+                      << "\n";
+          }
         }
+      } else {
+        user_error() << "unknown --stage '" << a->stage
+                     << "'; use ir, lowered, cuda, ptx or resources";
       }
-    } else {
-      user_error() << "unknown --stage '" << a->stage
-                   << "'; use ir, lowered, cuda, ptx or resources";
     }
     *rc = 0;
   });

@@ -7,6 +7,7 @@
 
 #include "ops/decode_attention/DecodeAttention.h"
 #include "ops/decode_attention/DecodeAttentionFramework.h"
+#include "ops/decode_attention/SplitKv.h"
 #include "tilepilot/error.h"
 
 namespace tp::ops {
@@ -145,11 +146,37 @@ std::vector<Knob> DecodeAttentionOp::knobs(const std::string& arch) const {
            0,
            16},
           {"stages", {2, 3}, "pipeline depth of the K/V loads", 1, 4},
-          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
+          // Absent means 1 (neutral), so a release pinned before split-KV still names its
+          // single kernel.
+          {"splits",
+           {1, 2, 4, 8, 16, 32},
+           "key splits per sequence (1: one kernel; more: split-KV partials merged by a second "
+           "kernel through their log-sum-exp)",
+           1,
+           da::kMaxSplits,
+           1}};
 }
 
+namespace {
+
+/// The SMs the default config fills when it splits the keys: the H200's 132 on sm_90a (the
+/// device's own count is not known to a config; the tuner searches the splits knob), the A100's
+/// 108 on sm_80.
+int prior_sm_count(const std::string& arch) {
+  return arch == "sm_80" ? 108 : 132;
+}
+
+int64_t splits_in(const Config& c) {
+  return c.count("splits") ? da::splits_of(c) : 1;
+}
+
+} // namespace
+
 Config DecodeAttentionOp::default_config(const Problem& p, const std::string& arch) const {
-  return da::default_config(p, arch);
+  Config c = da::default_config(p, arch);
+  c["splits"] = da::choose_splits(p, c, prior_sm_count(arch));
+  return c;
 }
 
 void DecodeAttentionOp::validate(const Problem& p, const Config& c) const {
@@ -157,7 +184,24 @@ void DecodeAttentionOp::validate(const Problem& p, const Config& c) const {
 }
 
 Kernel DecodeAttentionOp::build(const Problem& p, const Config& c) const {
-  return da::build(p, c);
+  // With splits, the program's last step (the one that writes out), as Operator::build says.
+  return splits_in(c) > 1 ? da::build_combine(p, c) : da::build(p, c);
+}
+
+KernelProgram DecodeAttentionOp::program(const Problem& p, const Config& c) const {
+  if (splits_in(c) <= 1) return Operator::program(p, c);
+  // Call arguments: the inputs 0 .. out - 1, then out; intermediates n (o_part), n + 1 (lse).
+  const int out = da::out_index(p), n = static_cast<int>(arg_specs(p).size());
+  std::vector<int> split_args;
+  for (int i = 0; i < out; ++i)
+    split_args.push_back(i);
+  split_args.push_back(n);
+  split_args.push_back(n + 1);
+  KernelProgram prog;
+  prog.intermediates = da::split_intermediates(p, c);
+  prog.steps.push_back({da::build_split(p, c), split_args});
+  prog.steps.push_back({da::build_combine(p, c), {n, n + 1, out}});
+  return prog;
 }
 
 std::vector<ArgSpec> DecodeAttentionOp::arg_specs(const Problem& p) const {

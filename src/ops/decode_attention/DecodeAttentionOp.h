@@ -26,6 +26,9 @@ public:
   Config default_config(const Problem& p, const std::string& arch) const override;
   void validate(const Problem& p, const Config& c) const override;
   Kernel build(const Problem& p, const Config& c) const override;
+  /// splits > 1: the split kernel over the call's inputs into two intermediates (partials and
+  /// their log-sum-exp), then the combine into out (SplitKv.h); otherwise build()'s one kernel.
+  KernelProgram program(const Problem& p, const Config& c) const override;
   std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem& p) const override;
