@@ -90,10 +90,14 @@ void bench(const Case& c, int calls, int reps) {
     user_error() << "bench_host_path: " << c.op
                  << " did not run its pinned kernel: " << d.summary();
 
+  // The same calls with the dispatcher's host-path caches off, then on (the shipped state).
+  ops::Dispatcher::Impl& im = ops::DispatcherAccess::impl(d);
+  im.host_caches = false;
+  const double uncached = us_per_call(calls, reps, [&] { d.run(c.op, views, c.options); });
+  im.host_caches = true;
   const double total = us_per_call(calls, reps, [&] { d.run(c.op, views, c.options); });
 
-  // The stages, each through the function the dispatcher calls.
-  ops::Dispatcher::Impl& im = ops::DispatcherAccess::impl(d);
+  // The stages without the caches, each through the function the dispatcher calls.
   std::vector<std::vector<int64_t>> shapes;
   std::vector<DType> dtypes;
   std::vector<cuda::DeviceTensor> tensors;
@@ -124,8 +128,9 @@ void bench(const Case& c, int calls, int reps) {
   });
   const double launch = us_per_call(calls, reps, [&] { ck->launch(tensors); });
   const std::string tma = ck->lowered(true).tmas.empty() ? "" : " (TMA)";
-  fmt::print("{:<10} {:>8.2f} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f}{}\n", c.op, total,
-             problem, route, bucket, checks, launch, tma);
+  fmt::print(
+      "{:<10} {:>8.2f} {:>8.2f} {:>6.2f}x | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f}{}\n", c.op,
+      uncached, total, uncached / total, problem, route, bucket, checks, launch, tma);
 }
 
 } // namespace
@@ -155,10 +160,12 @@ int main(int argc, char** argv) try {
 #endif
   fmt::print("host microseconds per dispatched call ({} driver, {} calls x {} reps, median)\n",
              on_fake_driver() ? "fake" : "installed", calls, reps);
-  fmt::print("{:<10} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>8}\n", "operator", "total", "problem",
-             "route", "key+ctx", "bind", "launch");
+  fmt::print("{:<10} {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8}\n", "operator", "no-cache",
+             "total", "ratio", "problem", "route", "key+ctx", "bind", "launch");
   for (const Case& c : cases())
     bench(c, calls, reps);
+  fmt::print("no-cache / total: Dispatcher::run with the dispatcher's host-path caches off / on; "
+             "ratio = no-cache / total\n");
   fmt::print("stages: problem = shapes -> Problem (problem_for); route = release lookup; key+ctx "
              "= bucket key and LaunchContext text; bind = argument binding alone (part of "
              "launch); launch = CudaKernel::launch (checks, tensor maps, driver call)\n");
