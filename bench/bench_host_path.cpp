@@ -92,9 +92,12 @@ void bench(const Case& c, int calls, int reps) {
 
   // The same calls with the dispatcher's host-path caches off, then on (the shipped state).
   ops::Dispatcher::Impl& im = ops::DispatcherAccess::impl(d);
+  std::shared_ptr<cuda::CudaKernel> ck = im.device_kernels.begin()->second;
   im.host_caches = false;
+  ck->reuse_bindings(false);
   const double uncached = us_per_call(calls, reps, [&] { d.run(c.op, views, c.options); });
   im.host_caches = true;
+  ck->reuse_bindings(true);
   const double total = us_per_call(calls, reps, [&] { d.run(c.op, views, c.options); });
 
   // The stages without the caches, each through the function the dispatcher calls.
@@ -118,7 +121,6 @@ void bench(const Case& c, int calls, int reps) {
     const std::string key = "device|" + dispatch::bucket_key(p, r.entry->config);
     rt::LaunchContext context("dispatched " + key);
   });
-  std::shared_ptr<cuda::CudaKernel> ck = im.device_kernels.begin()->second;
   const ir::KernelNode& k = ck->kernel().node();
   const double checks = us_per_call(calls, reps, [&] {
     std::vector<ir::ArgDesc> desc;
@@ -126,7 +128,9 @@ void bench(const Case& c, int calls, int reps) {
       desc.push_back({t.dtype, t.shape, t.strides});
     (void)ir::bind_args(k, desc);
   });
+  ck->reuse_bindings(false);
   const double launch = us_per_call(calls, reps, [&] { ck->launch(tensors); });
+  ck->reuse_bindings(true);
   const std::string tma = ck->lowered(true).tmas.empty() ? "" : " (TMA)";
   fmt::print(
       "{:<10} {:>8.2f} {:>8.2f} {:>6.2f}x | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f}{}\n", c.op,
@@ -164,7 +168,8 @@ int main(int argc, char** argv) try {
              "total", "ratio", "problem", "route", "key+ctx", "bind", "launch");
   for (const Case& c : cases())
     bench(c, calls, reps);
-  fmt::print("no-cache / total: Dispatcher::run with the dispatcher's host-path caches off / on; "
+  fmt::print("no-cache / total: Dispatcher::run with the host-path caches (problem, bucket text, "
+             "launch bindings) off / on; "
              "ratio = no-cache / total\n");
   fmt::print("stages: problem = shapes -> Problem (problem_for); route = release lookup; key+ctx "
              "= bucket key and LaunchContext text; bind = argument binding alone (part of "
