@@ -6,7 +6,7 @@
 // default config (compiled once by NVRTC, then cached), warmed up, and timed over --calls calls.
 // The stages are timed again one by one through the same functions the dispatcher calls, so the
 // breakdown adds up to about the total.
-//   bench_host_path [--calls 20000] [--reps 5] [--real-driver]
+//   bench_host_path [--calls 20000] [--reps 5] [--real-driver] [--wall]
 // Without --real-driver it starts itself again on the fake driver when it is not on it already.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <functional>
+#include <time.h>
 #include <unistd.h>
 
 #include "compile/CudaKernel.h"
@@ -36,16 +37,30 @@ bool on_fake_driver() {
   return h && dlsym(h, "tilepilot_fake_cu_fail");
 }
 
-/// Microseconds per call of `fn`: the median over `reps` of the mean over `calls` calls.
+/// This thread's CPU time in microseconds: steadier than wall time on a shared host, and the
+/// host path is all CPU work on the fake driver (nothing waits).
+double thread_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e6 * double(t.tv_sec) + 1e-3 * double(t.tv_nsec);
+}
+
+/// Microseconds per call of `fn`: the median over `reps` of the mean over `calls` calls, in
+/// thread CPU time (--wall: steady-clock time).
+bool g_wall = false;
 double us_per_call(int calls, int reps, const std::function<void()>& fn) {
+  auto now = [] {
+    return g_wall ? std::chrono::duration<double, std::micro>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count()
+                  : thread_cpu_us();
+  };
   std::vector<double> v;
   for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now();
     for (int i = 0; i < calls; ++i)
       fn();
-    v.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-        calls);
+    v.push_back((now() - t0) / calls);
   }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -146,6 +161,7 @@ int main(int argc, char** argv) try {
   app.add_option("--calls", calls, "calls per timed repetition")->check(CLI::PositiveNumber);
   app.add_option("--reps", reps, "repetitions; the median is reported")->check(CLI::PositiveNumber);
   app.add_flag("--real-driver", real, "time on the installed driver (a GPU) instead of the fake");
+  app.add_flag("--wall", g_wall, "report wall time instead of this thread's CPU time");
   CLI11_PARSE(app, argc, argv);
 #ifdef TILEPILOT_FAKE_CUDA_DIR
   if (!real && !on_fake_driver()) {
@@ -162,8 +178,9 @@ int main(int argc, char** argv) try {
     user_error() << "bench_host_path: built without the fake driver (configure with "
                     "TILEPILOT_TESTS=ON); pass --real-driver to time on a GPU";
 #endif
-  fmt::print("host microseconds per dispatched call ({} driver, {} calls x {} reps, median)\n",
-             on_fake_driver() ? "fake" : "installed", calls, reps);
+  fmt::print("host microseconds per dispatched call ({} driver, {} time, {} calls x {} reps, "
+             "median)\n",
+             on_fake_driver() ? "fake" : "installed", g_wall ? "wall" : "thread CPU", calls, reps);
   fmt::print("{:<10} {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} {:>8} {:>8}\n", "operator", "no-cache",
              "total", "ratio", "problem", "route", "key+ctx", "bind", "launch");
   for (const Case& c : cases())
