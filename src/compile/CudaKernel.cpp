@@ -155,13 +155,21 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) 
   launch(args, {}, stream);
 }
 
-void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars,
-                        CUstream stream) {
+bool CudaKernel::Bound::same(const std::vector<DeviceTensor>& args,
+                             const std::vector<double>& sc) const {
+  if (!valid || !reuse || args.size() != desc.size() || sc != scalars) return false;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].dtype != desc[i].dtype || args[i].shape != desc[i].shape ||
+        args[i].strides != desc[i].strides)
+      return false;
+  return true;
+}
+
+void CudaKernel::bind(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars) {
   const ir::KernelNode& k = kernel_.node();
-  if (scalars.size() != k.scalars.size())
-    user_error() << "kernel '" << k.name << "' takes " << k.scalars.size()
-                 << " scalar arguments, got " << scalars.size();
-  std::vector<ir::ArgDesc> desc;
+  bound_.valid = false; // until every check below has passed
+  std::vector<ir::ArgDesc>& desc = bound_.desc;
+  desc.clear();
   for (const DeviceTensor& t : args)
     desc.push_back({t.dtype, t.shape, t.strides});
   ir::Binding env = ir::bind_args(k, desc);
@@ -176,6 +184,34 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
       user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name
                    << "' reaches element offset " << last
                    << "; generated kernels index with 32-bit integers (at most 2^31 - 2)";
+  }
+  bound_.grid = {1, 1, 1};
+  for (size_t i = 0; i < k.grid.size(); ++i) {
+    int64_t g = ir::eval_int(k.grid[i], env);
+    if (g <= 0 || g > (i == 0 ? 2147483647LL : 65535LL))
+      user_error() << "kernel '" << k.name << "': grid dimension " << i << " is " << g
+                   << " for these shapes, outside what CUDA launches";
+    bound_.grid[i] = static_cast<unsigned>(g);
+  }
+  bound_.dims.clear();
+  for (const Var& d : k.dims)
+    bound_.dims.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(d)->uid)));
+  bound_.strides.clear();
+  for (const ir::Buffer& b : k.params)
+    for (const Expr& st : b->strides)
+      bound_.strides.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(st)->uid)));
+  bound_.scalars = scalars;
+  bound_.valid = true;
+}
+
+void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars,
+                        CUstream stream) {
+  const ir::KernelNode& k = kernel_.node();
+  if (scalars.size() != k.scalars.size())
+    user_error() << "kernel '" << k.name << "' takes " << k.scalars.size()
+                 << " scalar arguments, got " << scalars.size();
+  if (!bound_.same(args, scalars)) bind(args, scalars);
+  for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].ptr == 0)
       user_error() << "kernel '" << k.name << "': tensor '" << k.params[i]->name
                    << "' has a null device pointer";
@@ -186,14 +222,7 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
                    << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
   Variant& v = variant(wants_tma(args));
-  std::array<unsigned, 3> grid{1, 1, 1};
-  for (size_t i = 0; i < k.grid.size(); ++i) {
-    int64_t g = ir::eval_int(k.grid[i], env);
-    if (g <= 0 || g > (i == 0 ? 2147483647LL : 65535LL))
-      user_error() << "kernel '" << k.name << "': grid dimension " << i << " is " << g
-                   << " for these shapes, outside what CUDA launches";
-    grid[i] = static_cast<unsigned>(g);
-  }
+  std::array<unsigned, 3> grid = bound_.grid;
   // A tensor map depends only on its tensor's address, shape, strides and dtype: reuse the last
   // launch's maps when those are unchanged (the common case of a hot kernel called on the same
   // buffers), instead of encoding every map on every launch.
@@ -212,11 +241,10 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
     }
   }
   std::vector<CUdeviceptr> ptrs;
-  std::vector<int> dims;
   for (const DeviceTensor& t : args)
     ptrs.push_back(t.ptr);
-  for (const Var& d : k.dims)
-    dims.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(d)->uid)));
+  // The driver copies the parameter values at the launch: bound_'s own vectors can be passed.
+  std::vector<int>&dims = bound_.dims, &strides = bound_.strides;
   std::vector<void*> params;
   for (auto& p : ptrs)
     params.push_back(&p);
@@ -235,10 +263,6 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
       std::memcpy(&scalar_bits[i], &v, 4);
     }
   }
-  std::vector<int> strides;
-  for (const ir::Buffer& b : k.params)
-    for (const Expr& st : b->strides)
-      strides.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(st)->uid)));
   for (auto& b : scalar_bits)
     params.push_back(&b);
   for (auto& st : strides)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/cuda/LoweredKernel.h"
+#include "ir/ArgBinding.h"
 #include "runtime/DeviceBuffer.h"
 #include "runtime/Jit.h"
 #include "tilepilot/device.h"
@@ -48,6 +49,9 @@ public:
   const CompileTimings& prepare(const std::vector<DeviceTensor>& args);
   const LoweredKernel& lowered(bool tma = true);
   const Kernel& kernel() const { return kernel_; }
+  /// Whether a launch whose dtypes, shapes, strides and scalars repeat the last launch's reuses
+  /// what was derived from them (on by default; off only to measure what it saves).
+  void reuse_bindings(bool on) { bound_.reuse = on; }
 
 private:
   struct Variant {
@@ -65,6 +69,20 @@ private:
   bool wants_tma(const std::vector<DeviceTensor>& args);
   Variant& variant(bool tma);
 
+  /// What the last launch derived from its arguments' dtypes, shapes and strides and from its
+  /// scalars alone (not addresses): checked by bind_args and the 32-bit and grid checks.
+  struct Bound {
+    bool reuse = true, valid = false;
+    std::vector<ir::ArgDesc> desc;
+    std::vector<double> scalars;
+    std::array<unsigned, 3> grid{1, 1, 1};
+    std::vector<int> dims, strides; // the Dim values and the strided parameters' strides
+    bool same(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars) const;
+  };
+  /// Binds and checks `args` and `scalars` into bound_ (every check that needs no address).
+  void bind(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars);
+
+  Bound bound_;
   Kernel kernel_;
   std::string arch_;
   bool bypass_cache_;

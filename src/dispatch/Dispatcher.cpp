@@ -137,18 +137,53 @@ void Dispatcher::run(const std::string& op, const std::vector<HostTensor*>& args
   dispatch::run_host(*impl_, p, args);
 }
 
+namespace {
+
+bool same_call(const Dispatcher::Impl::ProblemMemo& m, const std::vector<DeviceView>& args,
+               const std::map<std::string, std::string>& options) {
+  if (m.shapes.size() != args.size() || m.options != options) return false;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (m.shapes[i] != args[i].shape || m.dtypes[i] != args[i].dtype) return false;
+  return true;
+}
+
+} // namespace
+
+std::shared_ptr<const Problem>
+Dispatcher::Impl::device_problem(const std::string& op, const std::vector<DeviceView>& args,
+                                 const std::map<std::string, std::string>& options) {
+  // problem_for is a pure function of the shapes, dtypes and options: a call that repeats its
+  // operator's last one gets the same Problem (or the same user error, which is not kept).
+  if (host_caches) {
+    std::lock_guard<std::mutex> g(mu);
+    if (auto it = last_problem.find(op);
+        it != last_problem.end() && same_call(it->second, args, options))
+      return it->second.problem;
+  }
+  ProblemMemo m;
+  for (const DeviceView& a : args) {
+    m.shapes.push_back(a.shape);
+    m.dtypes.push_back(a.dtype);
+  }
+  m.options = options;
+  m.problem =
+      std::make_shared<const Problem>(find_operator(op).problem_for(m.shapes, m.dtypes, options));
+  std::shared_ptr<const Problem> p = m.problem;
+  if (host_caches) {
+    std::lock_guard<std::mutex> g(mu);
+    last_problem[op] = std::move(m);
+  }
+  return p;
+}
+
 void Dispatcher::run(const std::string& op, const std::vector<DeviceView>& args,
                      const std::map<std::string, std::string>& options, void* stream) {
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<DType> dtypes;
   std::vector<cuda::DeviceTensor> tensors;
-  for (size_t i = 0; i < args.size(); ++i) {
-    shapes.push_back(args[i].shape);
-    dtypes.push_back(args[i].dtype);
+  tensors.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i)
     tensors.push_back(device_tensor(args[i], op, i));
-  }
-  Problem p = find_operator(op).problem_for(shapes, dtypes, options);
-  dispatch::run_device(*impl_, p, tensors, stream);
+  std::shared_ptr<const Problem> p = impl_->device_problem(op, args, options);
+  dispatch::run_device(*impl_, *p, tensors, stream);
 }
 
 DispatchDecision Dispatcher::decide(const std::string& op,

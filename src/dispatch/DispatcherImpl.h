@@ -25,6 +25,24 @@ struct Dispatcher::Impl {
   std::map<std::string, std::pair<FallbackReason, std::string>> broken;
   std::set<std::string> launched; // device buckets whose pinned kernel has launched once
 
+  // Host-path caches of device calls (bench/bench_host_path measures them). A hot call repeats
+  // the last call's shapes: its Problem and its bucket's key text are kept instead of being
+  // rebuilt from strings on every call. Off (bench A/B only): every call rebuilds them.
+  bool host_caches = true;
+  struct ProblemMemo {
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<DType> dtypes;
+    std::map<std::string, std::string> options;
+    std::shared_ptr<const Problem> problem;
+  };
+  std::map<std::string, ProblemMemo> last_problem; // by operator: its last device call's
+  // By pinned entry: "device|<bucket key>" and the LaunchContext text a fault names. An entry
+  // lives in its release, so install_release() clears this with the release it replaces.
+  struct BucketText {
+    std::string key, context;
+  };
+  std::map<const release::PinnedEntry*, std::shared_ptr<const BucketText>> bucket_text;
+
   std::mutex device_mu; // serializes device execution (cuBLASLt / cuDNN handles)
   std::unique_ptr<dispatch::DeviceRun> device;
   std::optional<DeviceIdentity> device_id;
@@ -38,6 +56,10 @@ struct Dispatcher::Impl {
   void count_fallback(const std::string& op, FallbackReason reason, const std::string& why,
                       const std::string& impl);
   dispatch::DeviceRun& device_run();
+  /// The Problem of a device call (Operator::problem_for), kept while calls repeat it.
+  std::shared_ptr<const Problem> device_problem(const std::string& op,
+                                                const std::vector<DeviceView>& args,
+                                                const std::map<std::string, std::string>& options);
 };
 
 /// How src/dispatch reaches a Dispatcher's state; nothing outside that layer does.
@@ -69,5 +91,9 @@ bool known_broken(ops::Dispatcher::Impl& im, const std::string& key, Route& r);
 
 /// The bucket key of a problem pinned with a config: "<op> bf16 K=..,M=..,N=..,layout=nt | bm=..".
 std::string bucket_key(const ops::Problem& p, const ops::Config& c);
+/// "device|" + bucket_key(p, entry's config) and the LaunchContext text naming it, made once
+/// per pinned entry (p is the entry's problem: the route matched it exactly).
+std::shared_ptr<const ops::Dispatcher::Impl::BucketText>
+device_bucket_text(ops::Dispatcher::Impl& im, const Route& r, const ops::Problem& p);
 
 } // namespace tp::dispatch

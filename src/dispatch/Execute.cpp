@@ -91,8 +91,9 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
   std::lock_guard<std::mutex> dg(im.device_mu);
   dispatch::DeviceRun& dev = im.device_run();
   if (r.pinned) {
-    const Config cfg = r.entry->config;
-    const std::string key = "device|" + bucket_key(p, cfg);
+    const Config& cfg = r.entry->config;
+    const auto text = device_bucket_text(im, r, p);
+    const std::string& key = text->key;
     std::shared_ptr<ops::CudaProgram> ck;
     if (!known_broken(im, key, r)) {
       {
@@ -127,7 +128,7 @@ void run_device(Dispatcher::Impl& im, const Problem& p, const std::vector<cuda::
         first = !im.launched.count(key);
       }
       try {
-        rt::LaunchContext context("dispatched " + key); // named by a fault's message
+        rt::LaunchContext context(text->context); // named by a fault's message
         ck->launch(a, s);
       } catch (const DeviceOutOfMemory& e) {
         out_of_memory(r, cfg, "at launch", e); // its workspace, or the launch itself

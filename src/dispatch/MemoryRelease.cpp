@@ -7,11 +7,28 @@ std::string bucket_key(const ops::Problem& p, const ops::Config& c) {
   return p.op + " " + dtype_name(p.dtype) + " " + p.shape_str() + " | " + ops::config_str(c);
 }
 
+std::shared_ptr<const ops::Dispatcher::Impl::BucketText>
+device_bucket_text(ops::Dispatcher::Impl& im, const Route& r, const ops::Problem& p) {
+  if (im.host_caches) {
+    std::lock_guard<std::mutex> g(im.mu);
+    if (auto it = im.bucket_text.find(r.entry); it != im.bucket_text.end()) return it->second;
+  }
+  auto t = std::make_shared<ops::Dispatcher::Impl::BucketText>();
+  t->key = "device|" + bucket_key(p, r.entry->config);
+  t->context = "dispatched " + t->key; // named by a fault's message
+  if (im.host_caches) {
+    std::lock_guard<std::mutex> g(im.mu);
+    im.bucket_text[r.entry] = t;
+  }
+  return t;
+}
+
 void install_release(ops::Dispatcher& d, release::Release r) {
   ops::Dispatcher::Impl& im = ops::DispatcherAccess::impl(d);
   std::string op = r.op;
   std::lock_guard<std::mutex> g(im.mu);
   im.slots[op] = slot_for(std::move(r));
+  im.bucket_text.clear(); // keyed by the replaced release's entries
   // Kernels and failures were keyed by bucket; a new release may pin other configs.
   im.broken.clear();
 }

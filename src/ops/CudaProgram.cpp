@@ -69,8 +69,18 @@ const std::vector<cuda::DeviceTensor> kNone;
 void CudaProgram::launch(const std::vector<cuda::DeviceTensor>& args, CUstream stream) {
   const std::vector<cuda::DeviceTensor>& mid =
       prog_.intermediates.empty() ? kNone : scratch(stream);
-  for (size_t s = 0; s < steps_.size(); ++s)
-    steps_[s]->launch(bound(s, args, mid), stream);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    // A step over the call's arguments in order (every one-kernel operator) takes them as
+    // they are: no copy of the tensors (and their shapes) on the per-call path.
+    const std::vector<int>& b = prog_.steps[s].args;
+    bool in_order = b.size() == args.size();
+    for (size_t i = 0; in_order && i < b.size(); ++i)
+      in_order = b[i] == static_cast<int>(i);
+    if (in_order)
+      steps_[s]->launch(args, stream);
+    else
+      steps_[s]->launch(bound(s, args, mid), stream);
+  }
 }
 
 cuda::CompileTimings CudaProgram::prepare(const std::vector<cuda::DeviceTensor>& args) {

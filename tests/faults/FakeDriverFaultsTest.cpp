@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "FakeDriverChild.h"
 #include "RunCli.h"
 #include "ops/Operator.h"
 #include "runtime/DeviceBuffer.h"
@@ -46,36 +47,8 @@ std::string temp_dir(const std::string& name) {
   return d.string();
 }
 
-using FailFn = void (*)(const char*, int, int);
-/// The fake driver's injection entry point when this process runs on it, else nullptr.
-FailFn fake_driver() {
-  if (!rt::driver_available()) return nullptr;
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  return h ? reinterpret_cast<FailFn>(dlsym(h, "tilepilot_fake_cu_fail")) : nullptr;
-}
-
-/// In a process on the fake driver: its injection entry point. Otherwise runs the current test
-/// again in a child on the fake driver, checks that it passed, and returns nullptr.
-FailFn on_fake_driver() {
-  if (FailFn f = fake_driver()) return f;
-  if (std::getenv("TILEPILOT_FAKE_CHILD")) {
-    ADD_FAILURE() << "the child did not load the fake driver from " << TILEPILOT_FAKE_CUDA_DIR;
-    return nullptr;
-  }
-  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string cmd = std::string("TILEPILOT_FAKE_CHILD=1 LD_LIBRARY_PATH=") +
-                    TILEPILOT_FAKE_CUDA_DIR + " /proc/" + std::to_string(::getpid()) +
-                    "/exe --gtest_filter=" + t->test_suite_name() + "." + t->name() + " 2>&1";
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; p && (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
-    out.append(buf, n);
-  int status = p ? ::pclose(p) : -1;
-  EXPECT_EQ(status, 0) << out;
-  EXPECT_TRUE(has(out, "[  PASSED  ] 1 test.")) << out;
-  return nullptr;
-}
+using tp::testing::FailFn;
+using tp::testing::on_fake_driver;
 
 const char* kShape = "--shape M=64,N=64,K=64";
 
