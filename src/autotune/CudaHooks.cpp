@@ -88,21 +88,13 @@ struct Artifact {
   }
 };
 
-/// The variant CudaKernel will launch for arguments shaped like `specs` (the step's parameters):
-/// TMA needs every TMA-loaded tensor's rows to be 16-byte multiples (device buffers are 256-byte
-/// aligned, so rows decide).
+/// The variant CudaKernel will launch for arguments shaped like `specs` (the step's parameters).
 cuda::LoweredKernel lower_for_args(const Kernel& k, const std::string& arch,
                                    const std::vector<ops::ArgSpec>& specs) {
-  passes::Target t = passes::Target::parse(arch);
-  cuda::LoweredKernel lk = cuda::lower_kernel(k, t);
-  for (const cuda::TmaParam& p : lk.tmas) {
-    const ops::ArgSpec& a = specs.at(p.param);
-    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) {
-      t.allow_tma = false;
-      return cuda::lower_kernel(k, t);
-    }
-  }
-  return lk;
+  std::vector<ir::ArgDesc> descs;
+  for (const ops::ArgSpec& a : specs)
+    descs.push_back({a.dtype, a.shape});
+  return cuda::lower_for_shapes(k, passes::Target::parse(arch), descs);
 }
 
 /// A program's usage as the tuner prunes on it: its steps run one at a time, so the most

@@ -138,6 +138,19 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   return out;
 }
 
+LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
+                               const std::vector<ir::ArgDesc>& args) {
+  LoweredKernel lk = lower_kernel(k, t);
+  for (const TmaParam& p : lk.tmas) {
+    const ir::ArgDesc& a = args.at(p.param);
+    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) {
+      t.allow_tma = false;
+      return lower_kernel(k, t);
+    }
+  }
+  return lk;
+}
+
 } // namespace tp::cuda
 
 namespace tp::passes {

@@ -2,11 +2,20 @@
 // (src/codegen/cuda), above both (Lower.cpp). TILEPILOT_DEBUG_IR=1 prints the IR after each
 // pass to stderr.
 #pragma once
+#include <vector>
+
 #include "codegen/cuda/LoweredKernel.h"
+#include "ir/ArgBinding.h"
 
 namespace tp::cuda {
 
 /// Lowers `k` for `t` through the pass list in src/passes (see Lower.cpp) and emits CUDA C++.
 LoweredKernel lower_kernel(const Kernel& k, const passes::Target& t);
+/// The variant a launch on contiguous tensors shaped like `args` (parameter order) takes, as
+/// CudaKernel picks it at launch: `t` with TMA, unless a tensor TMA would load has rows that
+/// are not 16-byte multiples (device buffers are 256-byte aligned, so rows decide); then `t`
+/// without TMA.
+LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
+                               const std::vector<ir::ArgDesc>& args);
 
 } // namespace tp::cuda

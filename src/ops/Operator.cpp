@@ -216,14 +216,11 @@ Estimate Operator::estimate(const Problem& p, const Config& c, const std::string
   const KernelProgram prog = checked_program(*this, p, c);
   const std::vector<ArgSpec> call = arg_specs(p);
   for (size_t s = 0; s < prog.steps.size(); ++s) {
-    // The variant this step launches: without TMA when a tensor's rows are not 16-byte
-    // multiples. Judged over every tensor the step is bound to, not only the TMA-loaded ones,
-    // so that the estimate errs towards the variant with fewer threads (a larger register
-    // share): pruning less.
-    passes::Target ts = t;
+    // The variant this step launches for the problem's shapes (no TMA for unaligned rows).
+    std::vector<ir::ArgDesc> descs;
     for (const ArgSpec& a : step_arg_specs(prog, s, call))
-      if (!a.shape.empty() && a.shape.back() * dtype_bytes(a.dtype) % 16) ts.allow_tma = false;
-    cuda::LoweredKernel lk = cuda::lower_kernel(prog.steps[s].kernel, ts);
+      descs.push_back({a.dtype, a.shape});
+    cuda::LoweredKernel lk = cuda::lower_for_shapes(prog.steps[s].kernel, t, descs);
     e.smem_bytes = std::max<int64_t>(e.smem_bytes, lk.smem_bytes);
     e.block_threads = std::max<int64_t>(e.block_threads, lk.block_threads);
   }
