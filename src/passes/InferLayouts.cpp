@@ -122,7 +122,8 @@ public:
       seed_blocked();
       std::map<uint64_t, std::string> d = demotions();
       // A gemm's register A operand that the tensor cores could take from shared memory
-      // but not from its registers: to shared, and no register layout in later rounds.
+      // but not from its registers: to shared, and no register layout in later rounds (set
+      // here, not left to the next round's anchor(): an earlier gemm's anchor could place it).
       for (const auto& [uid, why] : shared_a_)
         if (!forced_.count(uid) && !d.count(uid)) {
           d[uid] = why;

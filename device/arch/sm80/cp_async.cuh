@@ -66,18 +66,15 @@ TP_DEVICE void cp_async_chunk(void* smem, const void* g, int valid) {
   const int bytes = valid * E;
   const unsigned long long a = reinterpret_cast<unsigned long long>(g);
   const char* gc = static_cast<const char*>(g);
-  if (bytes > 0 && bytes < 16) {
-    char* d = static_cast<char*>(smem);
-    for (int i = 0; i < 16; ++i)
-      d[i] = i < bytes ? gc[i] : 0;
-  } else if (a % 16 == 0) {
+  const bool partial = bytes > 0 && bytes < 16;
+  if (!partial && a % 16 == 0) {
     cp_async_16(s, g, bytes);
-  } else if (a % 8 == 0) {
+  } else if (!partial && a % 8 == 0) {
     for (int p = 0; p < 2; ++p) {
       const int b = bytes - 8 * p;
       cp_async_ca<8>(s + 8 * p, b > 0 ? gc + 8 * p : gc, b < 0 ? 0 : (b > 8 ? 8 : b));
     }
-  } else if (a % 4 == 0) {
+  } else if (!partial && a % 4 == 0) {
     for (int p = 0; p < 4; ++p) {
       const int b = bytes - 4 * p;
       cp_async_ca<4>(s + 4 * p, b > 0 ? gc + 4 * p : gc, b < 0 ? 0 : (b > 4 ? 4 : b));
