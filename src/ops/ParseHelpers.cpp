@@ -68,4 +68,11 @@ void reject_unknown(const std::map<std::string, std::string>& kv,
     }
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 } // namespace tp::ops

@@ -1,4 +1,5 @@
-// Small parsing helpers shared by the operators' problem parsers.
+// Small parsing helpers shared by the operators' problem parsers, and the shape text their
+// messages print.
 #pragma once
 #include <map>
 #include <string>
@@ -15,5 +16,7 @@ int64_t optional_int(const std::map<std::string, std::string>& kv, const std::st
 /// User error for keys not in `known`.
 void reject_unknown(const std::map<std::string, std::string>& kv,
                     const std::vector<std::string>& known, const std::string& op);
+/// "[4, 32, 128]": a tensor's shape in messages.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 } // namespace tp::ops

@@ -4,17 +4,11 @@
 
 #include "ir/ArgBinding.h"
 #include "ops/Operator.h"
+#include "ops/ParseHelpers.h"
 
 namespace tp::ops {
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 /// What binding `b` of a program is, for messages: "argument 2" or "intermediate 0".
 std::string binding_text(int b, size_t n) {

@@ -430,17 +430,6 @@ double AttentionOp::min_bytes(const Problem& p) const {
 
 namespace tp::ops {
 
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
-} // namespace
-
 Problem AttentionOp::problem_for(const std::vector<std::vector<int64_t>>& shapes,
                                  const std::vector<DType>& dtypes,
                                  const std::map<std::string, std::string>& options) const {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ops/ParseHelpers.h"
 #include "ops/decode_attention/DecodeAttention.h"
 #include "ops/decode_attention/DecodeAttentionFramework.h"
 #include "ops/decode_attention/SplitKv.h"
@@ -13,17 +14,6 @@
 namespace tp::ops {
 
 namespace da = decode_attention;
-
-namespace {
-
-std::string dims(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-} // namespace
 
 std::string DecodeAttentionOp::summary() const {
   return "out = softmax(q K^T / sqrt(D), causal within the Sq query tokens) V over a KV cache "
@@ -64,16 +54,16 @@ Problem DecodeAttentionOp::problem_for(const std::vector<std::vector<int64_t>>& 
   const bool pg = n == 6;
   const std::vector<int64_t>& q = shapes[0];
   if (q.size() != 4)
-    user_error() << "decode_attention: q must be 4-d [B, H, Sq, D], got " << dims(q);
+    user_error() << "decode_attention: q must be 4-d [B, H, Sq, D], got " << shape_text(q);
   const int64_t B = q[0], D = q[3];
   const std::vector<int64_t>& k = shapes[1];
   if (k.size() != 4 || k[3] != D || (!pg && k[0] != B))
     user_error() << "decode_attention: tensor '" << (pg ? "k_cache" : "k") << "' must be "
                  << (pg ? "[pages, Hkv, block, D" : "[B=" + std::to_string(B) + ", Hkv, L, D")
-                 << "=" << D << "], got " << dims(k);
+                 << "=" << D << "], got " << shape_text(k);
   if (shapes[2] != k)
     user_error() << "decode_attention: tensor '" << (pg ? "v_cache" : "v") << "' must have "
-                 << (pg ? "k_cache" : "k") << "'s shape " << dims(k) << ", got " << dims(shapes[2]);
+                 << (pg ? "k_cache" : "k") << "'s shape " << shape_text(k) << ", got " << shape_text(shapes[2]);
   std::map<std::string, std::string> kv = {{"B", std::to_string(B)},
                                            {"H", std::to_string(q[1])},
                                            {"Hkv", std::to_string(k[1])},
@@ -83,7 +73,7 @@ Problem DecodeAttentionOp::problem_for(const std::vector<std::vector<int64_t>>& 
     const std::vector<int64_t>& t = shapes[3];
     if (t.size() != 2 || t[0] != B || dtypes.at(3) != DType::i32)
       user_error() << "decode_attention: tensor 'block_table' must be i32 [B=" << B
-                   << ", max_blocks], got " << dtype_name(dtypes.at(3)) << " " << dims(t);
+                   << ", max_blocks], got " << dtype_name(dtypes.at(3)) << " " << shape_text(t);
     kv["paged"] = "1";
     kv["block"] = std::to_string(k[2]);
     kv["L"] = std::to_string(t[1] * k[2]);
@@ -97,11 +87,11 @@ Problem DecodeAttentionOp::problem_for(const std::vector<std::vector<int64_t>>& 
     if (shapes[li] != std::vector<int64_t>{B} || dtypes.at(li) != DType::i32)
       user_error() << "decode_attention: tensor 'lens' must be i32 [B] = [" << B
                    << "], one cache length per sequence, got " << dtype_name(dtypes.at(li)) << " "
-                   << dims(shapes[li]);
+                   << shape_text(shapes[li]);
   }
   if (shapes[n - 1] != q)
-    user_error() << "decode_attention: tensor 'out' must have q's shape " << dims(q) << ", got "
-                 << dims(shapes[n - 1]);
+    user_error() << "decode_attention: tensor 'out' must have q's shape " << shape_text(q) << ", got "
+                 << shape_text(shapes[n - 1]);
   for (size_t i : {size_t(1), size_t(2), n - 1})
     if (dtypes.at(i) != dtypes[0])
       user_error() << "decode_attention: tensor " << i << " is " << dtype_name(dtypes[i])

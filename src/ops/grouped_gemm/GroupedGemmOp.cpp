@@ -9,23 +9,13 @@
 
 #include <algorithm>
 
+#include "ops/ParseHelpers.h"
 #include "ops/grouped_gemm/GroupedGemm.h"
 #include "tilepilot/error.h"
 
 namespace tp::ops {
 
 namespace gg = grouped_gemm;
-
-namespace {
-
-std::string dims(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-} // namespace
 
 std::string GroupedGemmOp::summary() const {
   return "mixture-of-experts GEMM: C[r] = A[r] op(B[e]) for the rows r of expert e, A [R, K] "
@@ -58,18 +48,18 @@ Problem GroupedGemmOp::problem_for(const std::vector<std::vector<int64_t>>& shap
   const std::string layout = options.count("layout") ? options.at("layout") : "nt";
   const bool nt = layout == "nt";
   const std::vector<int64_t>&a = shapes[0], &b = shapes[1], &o = shapes[2], &c = shapes[3];
-  if (a.size() != 2) user_error() << "grouped_gemm: A must be 2-d [R, K], got " << dims(a);
+  if (a.size() != 2) user_error() << "grouped_gemm: A must be 2-d [R, K], got " << shape_text(a);
   const int64_t R = a[0], K = a[1];
   if (b.size() != 3 || b[nt ? 2 : 1] != K)
     user_error() << "grouped_gemm: B must be " << (nt ? "[E, N, K=" : "[E, K=") << K
-                 << (nt ? "]" : ", N]") << " for layout " << layout << ", got " << dims(b);
+                 << (nt ? "]" : ", N]") << " for layout " << layout << ", got " << shape_text(b);
   const int64_t E = b[0], N = b[nt ? 1 : 2];
   if (o != std::vector<int64_t>{E} || dtypes[2] != DType::i32)
     user_error() << "grouped_gemm: offs must be i32 [E=" << E
                  << "], the experts' cumulative row ends, got " << dtype_name(dtypes[2]) << " "
-                 << dims(o);
+                 << shape_text(o);
   if (c != std::vector<int64_t>{R, N})
-    user_error() << "grouped_gemm: C must be [R, N] = [" << R << ", " << N << "], got " << dims(c);
+    user_error() << "grouped_gemm: C must be [R, N] = [" << R << ", " << N << "], got " << shape_text(c);
   for (int i : {1, 3})
     if (dtypes[i] != dtypes[0])
       user_error() << "grouped_gemm: " << (i == 1 ? "B" : "C") << " is " << dtype_name(dtypes[i])

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ops/ParseHelpers.h"
 #include "ops/reference/GpuReference.h"
 #include "ops/w4a16_gemm/W4a16Gemm.h"
 #include "ops/w4a16_gemm/W4a16GemmFramework.h"
@@ -10,17 +11,6 @@
 #include "tilepilot/error.h"
 
 namespace tp::ops {
-
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
-} // namespace
 
 std::string W4a16GemmOp::summary() const {
   return "C[M,N] = A[M,K] dequant(W); W i32 [K/8, N], 8 int4 codes per word along K (row 8r+i "
