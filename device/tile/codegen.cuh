@@ -241,12 +241,54 @@ TP_DEVICE void store_bytes(void* g, const void* t) {
       reinterpret_cast<uint32_t*>(g)[k] = reinterpret_cast<const uint32_t*>(t)[k];
   }
 }
+/// Word k + q of w, for a q in 0..3 known only at run time: selects, not an indexed (local
+/// memory) access.
+template <int W>
+TP_DEVICE uint32_t word_at(const uint32_t (&w)[W], int k, unsigned q) {
+  return q == 0 ? w[k] : q == 1 ? w[k + 1] : q == 2 ? w[k + 2] : w[k + 3];
+}
+/// B bytes (a multiple of 16) from a global address g that is not 16-byte aligned, as the
+/// B / 16 + 1 aligned 16-byte blocks that hold them, shifted into place: two vector loads for a
+/// 16-byte run where load_bytes would take up to five narrower ones (a row of odd length puts
+/// every other row 2 bytes off). The blocks reach up to 16 - o bytes before g and after the run
+/// (o = g mod 16). Before g is always safe: that block holds g, and allocations are 16-byte
+/// aligned. After the run the caller must guarantee it (the codegen passes a bounds check that
+/// the next 16 bytes belong to the tensor); a block holding a byte of the tensor never crosses
+/// a page, but a sanitizer counts every byte past the allocation's end.
+template <int B>
+TP_DEVICE void load_bytes_realigned(void* t, const void* g) {
+  static_assert(B % 16 == 0, "realigned loads move whole 16-byte blocks");
+  const unsigned long long a = reinterpret_cast<unsigned long long>(g);
+  const Vec16* blocks = reinterpret_cast<const Vec16*>(a & ~15ull);
+  const unsigned o = static_cast<unsigned>(a & 15ull);
+  uint32_t w[B / 4 + 4];
+  for (int k = 0; k < B / 16 + 1; ++k) {
+    const Vec16 v = blocks[k];
+    for (int i = 0; i < 4; ++i)
+      w[4 * k + i] = v.w[i];
+  }
+  const unsigned q = o >> 2, shift = (o & 3u) * 8u;
+  uint32_t* out = reinterpret_cast<uint32_t*>(t);
+  for (int k = 0; k < B / 4; ++k)
+    out[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), shift);
+}
 /// N adjacent elements of a global row into N registers, converted to the registers' type. The
 /// caller guarantees the N elements are inside the tensor; the access width follows the address.
+/// `slack`: the 16 bytes after them are inside the tensor too, so an unaligned run may be read
+/// as whole aligned blocks (load_bytes_realigned).
 template <int N, typename D, typename S>
-TP_DEVICE void ld_vec(D* regs, const S* g) {
+TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
+  constexpr int B = N * static_cast<int>(sizeof(S));
   alignas(16) S t[N];
-  load_bytes<N* static_cast<int>(sizeof(S)), static_cast<int>(sizeof(S))>(t, g);
+  if constexpr (B % 16 == 0) {
+    if (slack && !aligned_to(g, 16)) {
+      load_bytes_realigned<B>(t, g);
+      for (int i = 0; i < N; ++i)
+        regs[i] = as<D>(f(t[i]));
+      return;
+    }
+  }
+  load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
   for (int i = 0; i < N; ++i)
     regs[i] = as<D>(f(t[i]));
 }

@@ -73,6 +73,25 @@ ir::Stmt when_valid(const LowerContext& cx, const FragmentLayout& l, const Expr&
   return ok.defined() ? if_then(ok, s) : s;
 }
 
+/// Whether the 16 - E bytes after a run ending at `idx_end` belong to tensor g, so that an
+/// unaligned run may be loaded as the whole aligned 16-byte blocks holding it (ld_vec's
+/// `slack`): further along the row, or a next row exists (the bytes past a row's end are the
+/// next row's, or its padding in the same allocation). The last run of a tensor's last row takes
+/// the narrower loads.
+Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<Expr>& idx_end) {
+  const ir::Buffer& b = g.buffer;
+  std::vector<Expr> along = idx_end;
+  along.back() = along.back() + (16 / dtype_bytes(b->dtype) - 1);
+  Expr slack = cx.global_in_bounds(b, along);
+  if (idx_end.size() >= 2) {
+    std::vector<Expr> next = idx_end;
+    next[next.size() - 2] = next[next.size() - 2] + 1;
+    next.back() = Expr(0);
+    slack = slack || cx.global_in_bounds(b, next);
+  }
+  return slack;
+}
+
 /// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
 /// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
 /// or elements by the address at run time) when the whole run is inside the tensor and its row
@@ -94,7 +113,7 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
   Expr gptr = call_expr("tp.ptr", {cx.global_index(g.buffer, idx)}, DType::i32, {g.buffer});
   Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
   std::string n = std::to_string(vec);
-  ir::Stmt fast = load ? call("tp::cg::ld_vec<" + n + ">", {rptr, gptr})
+  ir::Stmt fast = load ? call("tp::cg::ld_vec<" + n + ">", {rptr, gptr, read_slack(cx, g, idx_end)})
                        : call("tp::cg::st_vec<" + n + ">", {gptr, rptr});
   Expr re = r0 + e;
   std::vector<Expr> ce = squeezed(frag, coords(cx, l, re));

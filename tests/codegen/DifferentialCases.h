@@ -531,8 +531,9 @@ inline DiffCase register_ragged_rows_and_columns() {
 }
 
 /// c = (a + b) * 0.5 over 32 x 128 bf16 tiles (16-byte runs) at a size whose rows start at
-/// every alignment (N odd: the runs fall back to 8-, 4-byte or element accesses) and whose last
-/// tiles are ragged in both dimensions; the f32 output takes 32-byte runs.
+/// every alignment (N odd: the loads take two aligned blocks and a shift, the tensor's last runs
+/// and the stores 8-, 4-byte or element accesses) and whose last tiles are ragged in both
+/// dimensions; the f32 output takes 32-byte runs.
 inline DiffCase vector_copy_case(const std::string& name, int64_t rows, int64_t cols) {
   DiffCase c;
   c.name = name;

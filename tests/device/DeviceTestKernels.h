@@ -422,6 +422,33 @@ extern "C" __global__ void cp_async_tile(const bf16* src, int rows, int row0, bf
   for (int i = threadIdx.x; i < 32 * 64; i += blockDim.x) dst[i] = s[i];
   if (threadIdx.x < 128) dst2[threadIdx.x] = s2[threadIdx.x];
 }
+
+// cg::ld_vec at every element offset of a 16-byte block, with and without `slack` (the
+// realigned two-block load, else the narrower loads): thread t < 32 loads 8 bf16 (case t % 16
+// as offset (t % 8), slack t / 8 % 2) and 16 bf16 (t >= 16) from src + 16 + offset; thread
+// 32 + t < 40 loads 4 f32 from srcf + 8 + t % 4, slack t / 4. Outputs are row per case, widened
+// to f32: dst [32][16], dstf [8][4].
+extern "C" __global__ void ld_vec_offsets(const bf16* src, float* dst, const float* srcf,
+                                          float* dstf) {
+  const int t = threadIdx.x;
+  if (t < 32) {
+    const int off = t % 8;
+    const bool slack = (t / 8) % 2;
+    float r[16];
+    if (t < 16) {
+      cg::ld_vec<8>(r, src + 16 + off, slack);
+      for (int i = 8; i < 16; ++i) r[i] = 0.f;
+    } else {
+      cg::ld_vec<16>(r, src + 16 + off, slack);
+    }
+    for (int i = 0; i < 16; ++i) dst[t * 16 + i] = r[i];
+  } else if (t < 40) {
+    const int c = t - 32;
+    float r[4];
+    cg::ld_vec<4>(r, srcf + 8 + c % 4, c / 4 == 1);
+    for (int i = 0; i < 4; ++i) dstf[c * 4 + i] = r[i];
+  }
+}
 )CUDA";
 
 /// A warp-specialized, TMA-pipelined GEMM (sm_90a): C (M x N, f32 row-major) = A (M x K, [m][k])

@@ -272,6 +272,38 @@ TEST(GpuDeviceLib, CpAsyncZeroFillsOutOfBounds) {
   EXPECT_EQ(bad, 0);
 }
 
+// A row of odd length leaves runs 2, 4, ... 14 bytes off a 16-byte boundary; with `slack` the
+// run comes from the two aligned blocks around it, shifted (cg::load_bytes_realigned).
+TEST(GpuDeviceLib, LdVecEveryOffsetWithAndWithoutSlack) {
+  const Half16 src = random_16(64, false, 11);
+  std::vector<float> srcf(32);
+  for (int i = 0; i < 32; ++i)
+    srcf[i] = 0.25f * float(i) - 3.0f;
+  DeviceBuffer dsrc = upload(src.bits), dsrcf(32 * 4), dst(32 * 16 * 4), dstf(8 * 4 * 4);
+  dsrcf.upload(srcf.data(), srcf.size() * 4);
+  dst.memset(0xff);
+  dstf.memset(0xff);
+  CUdeviceptr ps = dsrc.ptr(), pd = dst.ptr(), pf = dsrcf.ptr(), pdf = dstf.ptr();
+  void* args[] = {&ps, &pd, &pf, &pdf};
+  run(kernel(tp::device_test::kWarpMmaTests, "ld_vec_offsets"), 64, 0, args);
+  const std::vector<float> got = dst.to_vector<float>(), gotf = dstf.to_vector<float>();
+  int bad = 0;
+  for (int t = 0; t < 32; ++t)
+    for (int i = 0; i < (t < 16 ? 8 : 16); ++i) {
+      const double want = src.value[16 + t % 8 + i];
+      if (got[t * 16 + i] != want && ++bad <= 5)
+        ADD_FAILURE() << (t < 16 ? "8" : "16") << " bf16 at offset " << t % 8 << ", slack "
+                      << (t / 8) % 2 << ", element " << i << ": " << got[t * 16 + i] << ", want "
+                      << want;
+    }
+  for (int c = 0; c < 8; ++c)
+    for (int i = 0; i < 4; ++i)
+      if (gotf[c * 4 + i] != srcf[8 + c % 4 + i] && ++bad <= 5)
+        ADD_FAILURE() << "4 f32 at offset " << c % 4 << ", slack " << c / 4 << ", element " << i
+                      << ": " << gotf[c * 4 + i];
+  EXPECT_EQ(bad, 0);
+}
+
 TEST(GpuDeviceLib, PipelinedGemmMatchesReference) {
   const int M = 256, N = 384, K = 512;
   const Half16 a = random_16(size_t(M) * K, false, 11), b = random_16(size_t(N) * K, false, 12);
