@@ -276,6 +276,16 @@ TP_DEVICE void load_bytes_realigned(void* t, const void* g) {
 /// caller guarantees the N elements are inside the tensor; the access width follows the address.
 /// `slack`: the 16 bytes after them are inside the tensor too, so an unaligned run may be read
 /// as whole aligned blocks (load_bytes_realigned).
+/// Registers of the loaded type take the bytes as they are: a conversion would be the load's
+/// first use, and a warp stalls at a use until its load returns (the codegen loads every run of
+/// a copy in that type first and converts afterwards, so the runs' loads overlap).
+template <int N, typename D, typename S>
+TP_DEVICE void take_loaded(D* regs, const S* t) {
+  for (int i = 0; i < N; ++i) {
+    if constexpr (is_same<D, S>::value) regs[i] = t[i];
+    else regs[i] = as<D>(f(t[i]));
+  }
+}
 template <int N, typename D, typename S>
 TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   constexpr int B = N * static_cast<int>(sizeof(S));
@@ -283,14 +293,12 @@ TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   if constexpr (B % 16 == 0) {
     if (slack && !aligned_to(g, 16)) {
       load_bytes_realigned<B>(t, g);
-      for (int i = 0; i < N; ++i)
-        regs[i] = as<D>(f(t[i]));
+      take_loaded<N>(regs, t);
       return;
     }
   }
   load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
-  for (int i = 0; i < N; ++i)
-    regs[i] = as<D>(f(t[i]));
+  take_loaded<N>(regs, t);
 }
 /// N registers into N adjacent elements of a global row, rounded to the tensor's type.
 template <int N, typename D, typename S>
