@@ -42,11 +42,16 @@ def main() -> int:
     ap.add_argument("--json", help="write the rows as JSON here")
     args = ap.parse_args()
 
+    def stage(what):  # where a crash happened, when one does
+        print(f"-- {what}", flush=True)
+
+    stage("import torch")
     import torch
     import torch.nn.functional as F
     if not torch.cuda.is_available():
         print("profile_torch_op: needs a CUDA GPU", file=sys.stderr)
         return 2
+    stage("import tilepilot")
     import tilepilot
     from tilepilot import _core, _device
     if tilepilot.torch_ops_error:
@@ -56,6 +61,7 @@ def main() -> int:
 
     B, S, H, Hkv, D = args.batch, args.seq, args.heads, args.kv_heads, args.head_dim
     shape = {"B": B, "H": H, "Hkv": Hkv, "S": S, "Skv": S, "D": D, "causal": 1}
+    stage("pin_defaults")
     tilepilot.pin_defaults("attention", [shape])
     dev = torch.device("cuda", _core.selected_device())
     g = torch.Generator(device=dev).manual_seed(0)
@@ -79,6 +85,7 @@ def main() -> int:
         "contiguous": lambda: (q.contiguous(), k.contiguous(), v.contiguous()),
     }
     # The op must take the kernel here, or the rows time the fallback.
+    stage("first op call")
     tilepilot.torch_ops.reset_stats()
     op(q, k, v, True)
     st = tilepilot.torch_ops.stats().get("attention", {})
@@ -90,6 +97,7 @@ def main() -> int:
     n = args.calls
     rows = []
     for name, fn in cases.items():
+        stage(name)
         for _ in range(10):
             fn()
         torch.cuda.synchronize()
