@@ -276,9 +276,8 @@ TP_DEVICE void load_bytes_realigned(void* t, const void* g) {
 /// caller guarantees the N elements are inside the tensor; the access width follows the address.
 /// `slack`: the 16 bytes after them are inside the tensor too, so an unaligned run may be read
 /// as whole aligned blocks (load_bytes_realigned).
-/// Registers of the loaded type take the bytes as they are: a conversion would be the load's
-/// first use, and a warp stalls at a use until its load returns (the codegen loads every run of
-/// a copy in that type first and converts afterwards, so the runs' loads overlap).
+/// Registers of the loaded type take the bytes as they are: a round trip through f32 would be
+/// the load's first use, and a warp stalls at a use until its load returns.
 template <int N, typename D, typename S>
 TP_DEVICE void take_loaded(D* regs, const S* t) {
   for (int i = 0; i < N; ++i) {

@@ -92,17 +92,16 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
   return slack;
 }
 
-/// vector_fragment_copy's runs between global memory and `regs`: the fragment's registers, or
-/// (loads only) a 1-d local buffer of the tensor's type holding them in register order.
-ir::Stmt fragment_runs(const LowerContext& cx, const ir::Copy* op, int vec, const Buffer& regs) {
+/// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
+/// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
+/// or elements by the address at run time) when the whole run is inside the tensor and its row
+/// is contiguous; element by element, with the bounds guards, otherwise.
+ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int vec) {
   const ir::Region &src = op->src, &dst = op->dst;
   bool load = src.buffer->scope == Scope::global;
   const ir::Region& g = load ? src : dst;
   const ir::Buffer& frag = load ? dst.buffer : src.buffer;
   const FragmentLayout& l = cx.layouts.fragment(frag);
-  auto at = [&](const Expr& r) {
-    return regs == cx.reg(frag) ? l.reg_index(r) : std::vector<Expr>{r};
-  };
   Var q("q"), e("e");
   Expr r0 = q * vec;
   std::vector<Expr> c0 = squeezed(frag, coords(cx, l, r0));
@@ -112,46 +111,18 @@ ir::Stmt fragment_runs(const LowerContext& cx, const ir::Copy* op, int vec, cons
   Expr full = cx.global_in_bounds(g.buffer, idx) && cx.global_in_bounds(g.buffer, idx_end);
   if (!g.buffer->strides.empty()) full = full && cx.inner_contiguous(g.buffer);
   Expr gptr = call_expr("tp.ptr", {cx.global_index(g.buffer, idx)}, DType::i32, {g.buffer});
-  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {regs});
+  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
   std::string n = std::to_string(vec);
   ir::Stmt fast = load ? call("tp::cg::ld_vec<" + n + ">", {rptr, gptr, read_slack(cx, g, idx_end)})
                        : call("tp::cg::st_vec<" + n + ">", {gptr, rptr});
   Expr re = r0 + e;
   std::vector<Expr> ce = squeezed(frag, coords(cx, l, re));
-  ir::Stmt one = load ? ir::Store::make(regs, at(re), read(cx, src, ce), {})
-                      : write(cx, dst, ce, ir::Load::make(regs, at(re)));
+  ir::Stmt one = load ? ir::Store::make(cx.reg(frag), l.reg_index(re), read(cx, src, ce), {})
+                      : write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
   ir::Stmt body = if_then(full, fast, unrolled_for(e, vec, one));
   if (!load)
     if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
   return unrolled_for(q, l.regs_per_thread() / vec, when_valid(cx, l, r0, body));
-}
-
-/// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
-/// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
-/// or elements by the address at run time) when the whole run is inside the tensor and its row
-/// is contiguous; element by element, with the bounds guards, otherwise.
-///
-/// A load into a fragment of another type (bf16 rows into f32 registers) goes through a local
-/// buffer of the tensor's type: every run is loaded there first, then the whole fragment is
-/// converted. A conversion next to its load is that load's first use, and a warp stalls at a use
-/// until the load returns, so converting run by run would wait once per run instead of once.
-ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int vec) {
-  const ir::Region &src = op->src, &dst = op->dst;
-  bool load = src.buffer->scope == Scope::global;
-  const ir::Region& g = load ? src : dst;
-  const ir::Buffer& frag = load ? dst.buffer : src.buffer;
-  const FragmentLayout& l = cx.layouts.fragment(frag);
-  if (load && g.buffer->dtype != frag->dtype) {
-    const int n = l.regs_per_thread();
-    Buffer raw = ir::make_buffer(frag->name + "_loaded", Scope::local, g.buffer->dtype, {Expr(n)},
-                                 0, op->loc);
-    Var r("r");
-    ir::Stmt convert = when_valid(
-        cx, l, r, ir::Store::make(cx.reg(frag), l.reg_index(r), ir::Load::make(raw, {r}), {}));
-    return seq({ir::Allocate::make(raw, {}), fragment_runs(cx, op, vec, raw),
-                unrolled_for(r, n, convert)});
-  }
-  return fragment_runs(cx, op, vec, cx.reg(frag));
 }
 
 /// A register's place in a region of its fragment: whether the register's element lies in the
