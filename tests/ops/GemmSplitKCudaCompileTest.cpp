@@ -78,7 +78,7 @@ class GemmSplitKSm90 : public testing::TestWithParam<std::string> {};
 
 TEST_P(GemmSplitKSm90, TheSplitKernelsGemmIsWgmmaInTheSingleKernelsPipeline) {
   Problem p = problem(GetParam());
-  Config c = op().default_config(p, "sm_90a");
+  Config c = splitk::split_config(splitk::choose_split(p, 132));
   EXPECT_GT(splitk::splits_of(c), 1) << "these grids leave most of 132 SMs idle unsplit";
   KernelProgram prog = checked_program(op(), p, c);
   ASSERT_EQ(prog.steps.size(), 2u);

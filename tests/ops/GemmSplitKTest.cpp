@@ -4,7 +4,8 @@
 // exact zeros; splits = 1 and a config without the knob build the very same kernel (CUDA text
 // on sm_90a with and without TMA, and sm_80); GemmOp::program's two steps, bindings and
 // intermediate, which the estimate and the memory check count; the operator's check on the
-// interpreter with the default (split) config; choose_split's rule; bad configs rejected.
+// interpreter with choose_split's config; choose_split's rule (not the default yet); bad configs
+// rejected.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -170,11 +171,11 @@ TEST(GemmSplitKProgram, SplitsMakeTwoStepsThroughOneIntermediate) {
 }
 
 TEST(GemmSplitKProgram, CheckPassesOnTheInterpreterWithTheDefaultSplit) {
-  // The interpreter's default splits where sm_90a's does: M = 1, N = 4096, K = 4096 runs the
-  // two kernels (the brief's decode shape), as do the odd ones with forced splits.
+  // M = 1, N = 4096, K = 4096 with the split choose_split makes for it runs the two kernels (the
+  // decode shape), as do the odd ones with forced splits.
   struct Case {
     std::string shape;
-    int64_t splits; // 0: the default's
+    int64_t splits; // 0: choose_split's
   };
   for (const Case& k : std::vector<Case>{{"M=1,N=4096,K=4096,layout=nt", 0},
                                          {"M=7,N=130,K=1000,layout=nn", 4},
@@ -182,7 +183,13 @@ TEST(GemmSplitKProgram, CheckPassesOnTheInterpreterWithTheDefaultSplit) {
     Problem p = problem(k.shape);
     CheckOptions o;
     o.config = op().default_config(p, "cpu");
-    if (k.splits) o.config["splits"] = k.splits;
+    if (k.splits) {
+      o.config["splits"] = k.splits;
+    } else {
+      splitk::SplitChoice s = splitk::choose_split(p, 132);
+      o.config["bn"] = s.bn;
+      o.config["splits"] = s.splits;
+    }
     ASSERT_GT(splitk::splits_of(o.config), 1) << k.shape;
     CheckResult r = check(op(), p, o);
     EXPECT_TRUE(r.passed) << config_str(o.config) << ": " << r.first_bad;
@@ -192,7 +199,7 @@ TEST(GemmSplitKProgram, CheckPassesOnTheInterpreterWithTheDefaultSplit) {
 
 TEST(GemmSplitKConfig, BadSplitsAreAUserErrorNamingTheKnob) {
   Problem p = problem("M=1,N=4096,K=4096,layout=nt");
-  Config c = op().default_config(p, "sm_90a");
+  Config c = splitk::split_config(splitk::choose_split(p, 132));
   auto rejected = [&](const Config& bad, const std::string& word) {
     try {
       check_config(op(), p, bad, "sm_90a");
@@ -272,10 +279,10 @@ TEST(GemmSplitKDefault, EverySplitKeepsFourKStepsAndNoneIsEmpty) {
         EXPECT_LT((s.splits - 1) * per, nk) << "an empty split";
         // A grid that fills the SMs unsplit at 64 columns stays unsplit at decode's few rows.
         if (M <= 16) EXPECT_LT((N + 63) / 64, 2 * kH200Sms);
+        // The default does not split yet; the choice is a valid config.
         Config c = op().default_config(p, "sm_90a");
-        EXPECT_EQ(c.at("splits"), s.splits);
-        EXPECT_EQ(c.at("bn"), s.bn);
-        check_config(op(), p, c, "sm_90a");
+        EXPECT_EQ(c.count("splits"), 0u);
+        check_config(op(), p, splitk::split_config(s), "sm_90a");
       }
 }
 

@@ -64,7 +64,7 @@ TEST_P(GpuGemmSplitK, ProgramMatchesFp64ReferenceOnEveryElement) {
   Problem p = op().parse(parse_kv(k.shape, "--shape"), k.dtype);
   CheckOptions o;
   o.seed = 17;
-  o.config = op().default_config(p, "sm_90a");
+  o.config = splitk::split_config(splitk::choose_split(p, 132));
   if (k.splits) {
     o.config = {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"stages", 8}, {"threads", 128}};
     o.config["splits"] = k.splits;

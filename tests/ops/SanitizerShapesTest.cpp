@@ -119,8 +119,8 @@ std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std:
 /// value "", takes its default). Each comment names the default_config boundary the values
 /// straddle.
 std::map<std::string, Grid> grids() {
-  // gemm sm_90a: a wave-efficiency score over six tiles of 64..256 in M and N; at M <= 64,
-  // split-K (choose_split) where K has 8 or more steps of 64 (K > 448) and the grid is small.
+  // gemm sm_90a: a wave-efficiency score over six tiles of 64..256 in M and N (K up to 4096, so
+  // that a default splitting K at small M would be reached).
   std::vector<std::string> mn = {"1",    "8",    "63",   "64",   "65",   "72",   "127",  "128",
                                  "129",  "136",  "192",  "200",  "256",  "264",  "320",  "384",
                                  "512",  "640",  "768",  "1024", "1152", "1536", "2048", "2816",

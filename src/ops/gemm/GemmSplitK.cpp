@@ -145,4 +145,9 @@ SplitChoice choose_split(const Problem& p, int sm_count) {
   return best;
 }
 
+Config split_config(const SplitChoice& s) {
+  return {{"bm", 64},    {"bn", s.bn},     {"bk", 64},
+          {"stages", 8}, {"threads", 128}, {"splits", s.splits}};
+}
+
 } // namespace tp::ops::splitk

@@ -36,5 +36,8 @@ struct SplitChoice {
 /// The sm_90a rule for M <= 64 (bm = 64, bk = 64) on a GPU of `sm_count` SMs: see
 /// GemmSplitK.cpp. splits = 1 where splitting does not pay (M > 64, short K, a full grid).
 SplitChoice choose_split(const Problem& p, int sm_count);
+/// The sm_90a config of a choice: one block row of 64-row tiles with the 8-stage pipeline of
+/// today's 64-row defaults, `splits` set. Not the operator's default yet (GemmOp.cpp says why).
+Config split_config(const SplitChoice& s);
 
 } // namespace tp::ops::splitk
