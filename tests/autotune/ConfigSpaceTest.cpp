@@ -44,11 +44,13 @@ TEST(ConfigSpace, GemmOnSm90aFixesBkAndDropsSingleStage) {
   EXPECT_EQ(values(ks, "bk"), (std::vector<int64_t>{64}));
   EXPECT_EQ(values(ks, "stages"), (std::vector<int64_t>{2, 3, 4, 5}));
   EXPECT_EQ(values(ks, "bm"), (std::vector<int64_t>{64, 128, 256}));
-  EXPECT_EQ(values(ks, "bn"), (std::vector<int64_t>{64, 128, 192, 256}));
+  EXPECT_EQ(values(ks, "bn"), (std::vector<int64_t>{32, 64, 128, 192, 256}));
   ConfigSpace s =
       enumerate(ops::find_operator("gemm"), gemm_problem(), TargetLimits::for_arch("sm_90a"), ks);
   EXPECT_EQ(values(ks, "cluster"), (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(s.total(), 3 * 4 * 1 * 4 * 3 * 4 * 2);
+  // Knob values cannot depend on the shape: splits 1, 2, 4, 8 at every M.
+  EXPECT_EQ(values(ks, "splits"), (std::vector<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(s.total(), 3 * 5 * 1 * 4 * 3 * 4 * 2 * 4);
   EXPECT_FALSE(s.kept.empty());
   for (const Candidate& c : s.pruned) {
     EXPECT_FALSE(c.reason.empty()) << ops::config_str(c.config);
@@ -234,7 +236,7 @@ TEST(ConfigSpace, RestrictSpaceReplacesValuesAndNamesBadInput) {
   EXPECT_EQ(
       error_of([&] { restrict_space(ks, "tile=64"); }),
       "--space: unknown knob 'tile'; knobs are bm, bn, bk, stages, threads, swizzle, cluster, "
-      "persistent");
+      "persistent, splits");
   EXPECT_NE(error_of([&] {
               restrict_space(ks, "bm=64|x");
             }).find("'x' is not a non-negative integer; write e.g. bm=64|128"),

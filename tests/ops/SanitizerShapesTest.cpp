@@ -2,7 +2,8 @@
 // scripts/sanitizer-sweep) reaches every kernel the shipped sm_90a defaults compile: over a
 // grid of shapes per operator, each distinct default config, in each launch variant it takes
 // (tma; notma when a TMA-loaded tensor's rows are not 16-byte aligned; plain when the kernel
-// loads nothing through TMA), is produced by some line of the list. The grids vary every shape
+// loads nothing through TMA; per kernel of a program of several), is produced by some line of
+// the list. The grids vary every shape
 // key over a spread that includes the boundaries of each operator's default_config, so a
 // config that a new rule adds shows up here as a line the list is missing.
 #include <gtest/gtest.h>
@@ -59,13 +60,33 @@ std::vector<Line> read_list() {
   return out;
 }
 
-/// Which variant of `p`'s default kernel a `tilepilot check` launches (its tensors dense, so
-/// a row is aligned when its bytes are a multiple of 16: CudaKernel::wants_tma's rule).
-/// Lowering is the slow part; which parameters TMA loads depends only on the kernel's IR.
+/// Which variant of each kernel of `p`'s default program a `tilepilot check` launches (its
+/// tensors dense, so a row is aligned when its bytes are a multiple of 16:
+/// CudaKernel::wants_tma's rule), joined by '+' for a program of several steps. A parameter is
+/// the call's argument or intermediate its step binds it to. Lowering is the slow part; which
+/// parameters TMA loads depends only on the kernel's IR.
 class Variants {
 public:
   std::string of(const Operator& op, const Problem& p, const Config& c) {
-    Kernel k = op.build(p, c);
+    KernelProgram prog = op.program(p, c);
+    std::vector<ArgSpec> specs = op.arg_specs(p);
+    specs.insert(specs.end(), prog.intermediates.begin(), prog.intermediates.end());
+    std::string out;
+    for (const KernelStep& s : prog.steps) {
+      out += out.empty() ? "" : "+";
+      const std::vector<int>& params = tma_params(s.kernel);
+      std::string v = params.empty() ? "plain" : "tma";
+      for (int i : params) {
+        const ArgSpec& a = specs.at(s.args.at(i));
+        if (a.shape.back() * dtype_bytes(a.dtype) % 16) v = "notma";
+      }
+      out += v;
+    }
+    return out;
+  }
+
+private:
+  const std::vector<int>& tma_params(const Kernel& k) {
     std::string key = ir::to_string(k.node(), true);
     auto it = tma_params_.find(key);
     if (it == tma_params_.end()) {
@@ -74,14 +95,9 @@ public:
         params.push_back(t.param);
       it = tma_params_.emplace(key, params).first;
     }
-    if (it->second.empty()) return "plain";
-    std::vector<ArgSpec> specs = op.arg_specs(p);
-    for (int i : it->second)
-      if (specs.at(i).shape.back() * dtype_bytes(specs.at(i).dtype) % 16) return "notma";
-    return "tma";
+    return it->second;
   }
 
-private:
   std::map<std::string, std::vector<int>> tma_params_;
 };
 
@@ -103,7 +119,8 @@ std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std:
 /// value "", takes its default). Each comment names the default_config boundary the values
 /// straddle.
 std::map<std::string, Grid> grids() {
-  // gemm sm_90a: a wave-efficiency score over six tiles of 64..256 in M and N.
+  // gemm sm_90a: a wave-efficiency score over six tiles of 64..256 in M and N (K up to 4096, so
+  // that a default splitting K at small M would be reached).
   std::vector<std::string> mn = {"1",    "8",    "63",   "64",   "65",   "72",   "127",  "128",
                                  "129",  "136",  "192",  "200",  "256",  "264",  "320",  "384",
                                  "512",  "640",  "768",  "1024", "1152", "1536", "2048", "2816",
@@ -116,7 +133,11 @@ std::map<std::string, Grid> grids() {
   // rope: threads round H D / 32 up to 32 between 32 and 1024, steps at H D = 1024 k.
   std::vector<std::string> rope_h = plus(range(1, 72, 1), {"96", "128"});
   return {
-      {"gemm", {{"M", mn}, {"N", mn}, {"K", {"8", "64", "100"}}, {"layout", {"nn", "nt", "tn"}}}},
+      {"gemm",
+       {{"M", mn},
+        {"N", mn},
+        {"K", {"8", "64", "100", "448", "520", "1000", "4096"}},
+        {"layout", {"nn", "nt", "tn"}}}},
       {"attention",
        {{"B", {"1", "3"}},
         {"H", {"1", "4"}},
@@ -194,8 +215,8 @@ double tensor_bytes(const Operator& op, const Problem& p) {
 }
 
 /// A kernel as the sweep tells kernels apart: its config and launch variant, with
-/// decode_attention's split count folded to one or several (the count changes the grid and the
-/// combine's unrolled length, not which code paths run).
+/// decode_attention's and gemm's split count folded to one or several (the count changes the
+/// grid and the combine's unrolled length, not which code paths run).
 std::string kernel_of(const Config& c, const std::string& variant) {
   Config k = c;
   if (auto it = k.find("splits"); it != k.end()) it->second = std::min<int64_t>(it->second, 2);

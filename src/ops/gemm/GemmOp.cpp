@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops/ParseHelpers.h"
+#include "ops/gemm/GemmSplitK.h"
 #include "tilepilot/tilepilot.h"
 
 namespace tp::ops {
@@ -66,7 +67,8 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
   const bool tma = arch != "sm_80";
   // `values` is what the tuner searches on `arch`; min..max what a config may set.
   return {{"bm", {64, 128, 256}, "block tile rows (a multiple of 16)", 16, 512, 0, 16},
-          {"bn", {64, 128, 192, 256}, "block tile columns (a multiple of 16)", 16, 512, 0, 16},
+          // 32: the narrow tile decode shapes split over (wgmma n=32 on sm_90a).
+          {"bn", {32, 64, 128, 192, 256}, "block tile columns (a multiple of 16)", 16, 512, 0, 16},
           // sm_90a: 64 bf16 = the 128-byte rows of the swizzled TMA/wgmma layout.
           {"bk", hopper ? std::vector<int64_t>{64} : std::vector<int64_t>{32, 64},
            "reduction step (a multiple of 16)", 16, 256, 0, 16},
@@ -81,7 +83,17 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
           // Persistent GEMM blocks were never faster on the H200 (device run s2, 2026-11-30: 8192^3
           // +1.1 % time, M=128 +10 %, 4096^3 nt -0.2 %), so the tuner leaves them out; a --space
           // that names the knob still tries them. The schedule exists for TMA kernels only.
-          {"persistent", {0}, "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0}};
+          {"persistent", {0}, "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
+          // Absent means 1 (neutral), so a release pinned before split-K still names its one
+          // kernel. Knob values cannot depend on the shape, so the tuner tries these at every M;
+          // the default splits only at M <= 64 (GemmSplitK.cpp).
+          {"splits",
+           {1, 2, 4, 8},
+           "K splits per output tile (1: one kernel; more: f32 partials summed by a second "
+           "kernel)",
+           1,
+           splitk::kMaxSplits,
+           1}};
 }
 
 Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -138,6 +150,8 @@ Config sm90_default(const Problem& p) {
 } // namespace
 
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
+  // Split-K (splitk::choose_split) is not a default yet: its speed and its GPU results were
+  // not measured when it landed, so configs ask for it by `splits` (the tuner searches it).
   if (arch == "sm_90a") return sm90_default(p);
   if (arch == "sm_80")
     return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};
@@ -152,10 +166,27 @@ void GemmOp::validate(const Problem&, const Config& c) const {
   if (c.count("cluster") && c.at("cluster") == 2 && c.count("persistent") &&
       c.at("persistent") == 1)
     user_error() << "gemm: cluster=2 and persistent=1 cannot be combined; use one of them";
+  // The split kernel has neither schedule: its blocks take one tile's share of K each.
+  if (splitk::splits_of(c) > 1 && ((c.count("cluster") && c.at("cluster") > 1) ||
+                                   (c.count("persistent") && c.at("persistent"))))
+    user_error() << "gemm: splits=" << c.at("splits")
+                 << " takes neither cluster=2 nor persistent=1; use splits=1 or leave them out";
 }
 
 Kernel GemmOp::build(const Problem& p, const Config& c) const {
+  // With splits, the program's last step (the one that writes C), as Operator::build says.
+  if (splitk::splits_of(c) > 1) return splitk::build_combine(p.dtype, c);
   return gemm_kernel(p.dtype, p.options.at("layout"), c);
+}
+
+KernelProgram GemmOp::program(const Problem& p, const Config& c) const {
+  if (splitk::splits_of(c) <= 1) return Operator::program(p, c);
+  // Call arguments A 0, B 1, C 2; the partials are intermediate 0, bound as 3.
+  KernelProgram prog;
+  prog.intermediates = splitk::split_intermediates(p, c);
+  prog.steps.push_back({splitk::build_split(p.dtype, p.options.at("layout"), c), {0, 1, 3}});
+  prog.steps.push_back({splitk::build_combine(p.dtype, c), {3, 2}});
+  return prog;
 }
 
 std::vector<ArgSpec> GemmOp::arg_specs(const Problem& p) const {

@@ -1,14 +1,15 @@
 // GEMM: C[M, N] = op(A) * op(B), bf16/f16 (or f32) inputs, f32 accumulation, output in the input
 // dtype. Layouts: nn (A [M, K], B [K, N]), nt (B given as [N, K]), tn (A given as [K, M]).
 // The framework operator is cuBLASLt (GemmFramework.cpp); the tuner's cost model is in
-// GemmTuning.cpp.
+// GemmTuning.cpp; the split-K kernels for decode shapes (knob splits) in GemmSplitK.h.
 #pragma once
 #include "ops/Operator.h"
 
 namespace tp::ops {
 
 /// The tile-language GEMM kernel for a layout and config (knobs bm, bn, bk, stages, threads,
-/// swizzle). Dims M, N, K are bound at launch.
+/// swizzle, cluster, persistent; splits is the program's, not this kernel's). Dims M, N, K are
+/// bound at launch.
 Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c);
 
 class GemmOp : public Operator {
@@ -29,6 +30,9 @@ public:
   void validate(const Problem& p, const Config& c) const override;
 
   Kernel build(const Problem& p, const Config& c) const override;
+  /// splits > 1: the split kernel over A and B into the f32 partials, then the combine into C
+  /// (GemmSplitK.h); otherwise build()'s one kernel.
+  KernelProgram program(const Problem& p, const Config& c) const override;
   std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem&) const override { return {2}; }

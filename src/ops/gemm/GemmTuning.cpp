@@ -70,16 +70,19 @@ Estimate GemmOp::estimate(const Problem& p, const Config& c, const std::string& 
 }
 
 // Shape-aware preference: little padding in the last tile, full waves over the SMs, high
-// arithmetic intensity per tile.
+// arithmetic intensity per tile. Splits multiply the blocks and cost the partials' round trip
+// (splits M N 4 bytes each way against the operands' (M + N) K 2), as choose_split counts it.
 double GemmOp::score(const Problem& p, const Config& c, int sm_count) const {
-  const int64_t bm = c.at("bm"), bn = c.at("bn"), M = p.at("M"), N = p.at("N");
+  const int64_t bm = c.at("bm"), bn = c.at("bn"), M = p.at("M"), N = p.at("N"), K = p.at("K");
+  const int64_t splits = c.count("splits") ? c.at("splits") : 1;
   const double used = double(M) * double(N);
   const double padded = double(ceil_div(M, bm) * bm) * double(ceil_div(N, bn) * bn);
-  const double tiles = double(ceil_div(M, bm) * ceil_div(N, bn));
+  const double tiles = double(ceil_div(M, bm) * ceil_div(N, bn) * splits);
+  const double partials = splits > 1 ? 4.0 * splits * used / (double(M + N) * double(K)) : 0;
   const double intensity = double(bm * bn) / double(bm + bn) / 128.0;
   const double sms = std::max(1, sm_count);
   const double waves = std::ceil(tiles / sms);
-  return used / padded * (tiles / (waves * sms)) * std::sqrt(intensity);
+  return used / padded * (tiles / (waves * sms)) * std::sqrt(intensity) / (1 + partials);
 }
 
 } // namespace tp::ops

@@ -1,0 +1,43 @@
+// Split-K GEMM for decode shapes: the K loop of each output tile split over `splits` blocks
+// (grid z), each storing its f32 partial, then a second kernel that sums the partials into C.
+// At M <= 64 the plain kernel has one block row, N / bn blocks (64 for N = 4096 on 132 SMs),
+// each streaming all of K; splitting K multiplies the blocks by `splits`.
+//
+// Kernels and their parameters (outputs last):
+//   split:   A, B (as the layout gives them), P f32 [splits, M, N]
+//   combine: P, C [M, N]
+// Split z takes the K blocks [z per, min((z + 1) per, nk)), nk = ceil(K / bk),
+// per = ceil(nk / splits); a trailing split may get none and stores zeros. The combine gives
+// C = sum_z P[z], summed in f32 in z order and rounded once to C's dtype.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tilepilot/operator.h"
+
+namespace tp::ops::splitk {
+
+/// The most splits a config may take (the combine unrolls its loop over them).
+constexpr int64_t kMaxSplits = 16;
+
+/// The config's `splits`: 1 when absent (the neutral value), else checked to 1..kMaxSplits.
+int64_t splits_of(const Config& c);
+/// Kernel 1: split z of the K blocks of output tile (bx, by) into P[z].
+Kernel build_split(DType dtype, const std::string& layout, const Config& c);
+/// Kernel 2: C = sum over z of P[z], rounded once to `dtype`.
+Kernel build_combine(DType dtype, const Config& c);
+/// The intermediate between the two: P f32 [splits, M, N].
+std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c);
+
+/// A decode shape's tile width and split count (splits 1: do not split).
+struct SplitChoice {
+  int64_t bn = 64, splits = 1;
+};
+/// The sm_90a rule for M <= 64 (bm = 64, bk = 64) on a GPU of `sm_count` SMs: see
+/// GemmSplitK.cpp. splits = 1 where splitting does not pay (M > 64, short K, a full grid).
+SplitChoice choose_split(const Problem& p, int sm_count);
+/// The sm_90a config of a choice: one block row of 64-row tiles with the 8-stage pipeline of
+/// today's 64-row defaults, `splits` set. Not the operator's default yet (GemmOp.cpp says why).
+Config split_config(const SplitChoice& s);
+
+} // namespace tp::ops::splitk
