@@ -272,36 +272,34 @@ TP_DEVICE void load_bytes_realigned(void* t, const void* g) {
   for (int k = 0; k < B / 4; ++k)
     out[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), shift);
 }
-/// N adjacent elements of a global row into N registers, converted to the registers' type. The
-/// caller guarantees the N elements are inside the tensor; the access width follows the address.
-/// `slack`: the 16 bytes after them are inside the tensor too, so an unaligned run may be read
-/// as whole aligned blocks (load_bytes_realigned).
 /// Registers of the loaded type take the bytes as they are: a round trip through f32 would be
 /// the load's first use, and a warp stalls at a use until its load returns.
 template <int N, typename D, typename S>
 TP_DEVICE void take_loaded(D* regs, const S* t) {
   for (int i = 0; i < N; ++i) {
-    if constexpr (is_same<D, S>::value) regs[i] = t[i];
-    else regs[i] = as<D>(f(t[i]));
+    if constexpr (is_same<D, S>::value)
+      regs[i] = t[i];
+    else
+      regs[i] = as<D>(f(t[i]));
   }
 }
+/// N adjacent elements of a global row into N registers, converted to the registers' type. The
+/// caller guarantees the N elements are inside the tensor; the access width follows the address.
+/// `slack`: the 16 bytes after them are inside the tensor too, so an unaligned run may be read
+/// as whole aligned blocks (load_bytes_realigned).
 template <int N, typename D, typename S>
 TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   constexpr int B = N * static_cast<int>(sizeof(S));
   alignas(16) S t[N];
-  // Aligned first: `slack` is a bounds check, worth evaluating only for a row that needs it.
+  // Alignment first: `slack` is a bounds check that only a misaligned row needs.
   if constexpr (B % 16 == 0) {
-    if (aligned_to(g, 16)) {
-      for (int k = 0; k < B / 16; ++k)
-        reinterpret_cast<Vec16*>(t)[k] = reinterpret_cast<const Vec16*>(g)[k];
-    } else if (slack) {
+    if (!aligned_to(g, 16) && slack) {
       load_bytes_realigned<B>(t, g);
-    } else {
-      load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
+      take_loaded<N>(regs, t);
+      return;
     }
-  } else {
-    load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
   }
+  load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
   take_loaded<N>(regs, t);
 }
 /// N registers into N adjacent elements of a global row, rounded to the tensor's type.

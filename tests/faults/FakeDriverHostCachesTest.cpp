@@ -126,15 +126,22 @@ TEST(FakeDriverHostCaches, PinnedAttentionWithOptionsRunsTwice) {
   ops::DispatchOptions o;
   o.log = [](const std::string&) {};
   ops::Dispatcher d(o);
-  const ops::Problem p = ops::find_operator("attention").parse(
-      {{"B", "2"}, {"H", "16"}, {"Hkv", "8"}, {"S", "1024"}, {"Skv", "1024"}, {"D", "128"},
-       {"causal", "1"}},
-      DType::bf16);
+  const ops::Problem p = ops::find_operator("attention")
+                             .parse({{"B", "2"},
+                                     {"H", "16"},
+                                     {"Hkv", "8"},
+                                     {"S", "1024"},
+                                     {"Skv", "1024"},
+                                     {"D", "128"},
+                                     {"causal", "1"}},
+                                    DType::bf16);
   d.pin("attention", kH200, {{p, ops::default_config(p, "sm_90a")}});
   std::vector<rt::DeviceBuffer> bufs;
   std::vector<ops::DeviceView> v;
-  for (std::vector<int64_t> s : {std::vector<int64_t>{2, 16, 1024, 128}, {2, 8, 1024, 128},
-                                 {2, 8, 1024, 128}, {2, 16, 1024, 128}}) {
+  for (std::vector<int64_t> s : {std::vector<int64_t>{2, 16, 1024, 128},
+                                 {2, 8, 1024, 128},
+                                 {2, 8, 1024, 128},
+                                 {2, 16, 1024, 128}}) {
     bufs.emplace_back(size_t(s[0] * s[1] * s[2] * s[3] * 2));
     v.push_back({bufs.back().ptr(), DType::bf16, s});
   }

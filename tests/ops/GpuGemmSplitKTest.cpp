@@ -1,4 +1,4 @@
-// gemm's split-K program on the GPU (label gpu, sm_90a): the default config at the decode
+// gemm's split-K program on the GPU (label gpu, sm_90a): choose_split's config at the decode
 // shapes (M = 1, 7, 16 with N = 4096 and K = 4096 in each layout, N = 6144, N = 1024 with
 // 32-wide tiles), which splits, and forced split counts at odd shapes (N = 45 and 130, K = 133
 // and 1000, more splits than K blocks, K = 1001 whose nn rows are not 16-byte aligned: the
@@ -22,7 +22,7 @@ const Operator& op() {
 
 struct Case {
   std::string shape;
-  int64_t splits; // 0: the sm_90a default's (which must split)
+  int64_t splits; // 0: choose_split's (which must split)
   DType dtype = DType::bf16;
 };
 

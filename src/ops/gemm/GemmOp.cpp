@@ -86,7 +86,7 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
           {"persistent", {0}, "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
           // Absent means 1 (neutral), so a release pinned before split-K still names its one
           // kernel. Knob values cannot depend on the shape, so the tuner tries these at every M;
-          // the default splits only at M <= 64 (GemmSplitK.cpp).
+          // no default splits yet (choose_split in GemmSplitK.cpp is the rule meant for M <= 64).
           {"splits",
            {1, 2, 4, 8},
            "K splits per output tile (1: one kernel; more: f32 partials summed by a second "
