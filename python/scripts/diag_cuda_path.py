@@ -1,0 +1,158 @@
+"""Where the torch op's crash on the GPU lies (issue 18): one pinned attention call through
+tilepilot._device in five child processes, each adding one ingredient of the torch op's call,
+so the first one to crash names the cause. Each child prints the CUDA libraries mapped into it
+before the call (which libnvrtc / libcublasLt / libcudnn the process holds), then "ok" or dies.
+
+  A  no torch: device memory from cuMemAlloc (ctypes on libcuda), DLPack capsules made here,
+     stream 0
+  B  torch imported (not initialised), the same ctypes tensors
+  C  torch initialised (torch.cuda.init()), the same ctypes tensors, stream 0
+  D  torch CUDA tensors, stream 0
+  E  torch CUDA tensors on torch's current stream (the torch op's own call)
+
+Usage: python diag_cuda_path.py [--json FILE] [--gdb] (--gdb reruns the first crashing case
+under gdb -batch for a native backtrace, where gdb is installed).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+CHILD = r'''
+import ctypes, faulthandler, os, sys
+faulthandler.enable()
+case = sys.argv[1]
+if case in "BCDE":
+    import torch
+if case in "CDE":
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+class DLManaged(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+alive = []
+cu = ctypes.CDLL("libcuda.so.1")
+def check(r, what):
+    if r != 0:
+        print(f"{what} returned {r}", flush=True); sys.exit(3)
+
+class DevTensor:
+    """A bf16 CUDA tensor over cuMemAlloc memory (zeroed), for DLPack consumers."""
+    def __init__(self, shape):
+        self.shape = shape
+        n = 2
+        for s in shape:
+            n *= s
+        p = ctypes.c_uint64()
+        check(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)), "cuMemAlloc")
+        check(cu.cuMemsetD8_v2(p, ctypes.c_ubyte(0), ctypes.c_size_t(n)), "cuMemsetD8")
+        self.ptr = p.value
+    def __dlpack_device__(self):
+        return (2, 0)
+    def __dlpack__(self, *args, **kwargs):
+        shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
+        m = DLManaged()
+        m.dl_tensor.data = self.ptr
+        m.dl_tensor.device = DLDevice(2, 0)
+        m.dl_tensor.ndim = len(self.shape)
+        m.dl_tensor.dtype = DLDataType(4, 16, 1)
+        m.dl_tensor.shape = shape
+        alive.extend([shape, m])
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(m), b"dltensor", None)
+
+if case in "AB":  # nobody made a context yet: the primary one, as torch would
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    check(cu.cuInit(0), "cuInit")
+    check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+    check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+import tilepilot
+from tilepilot import _core, _device
+ok, what = _core.cuda_status()
+print("cuda_status", ok, what, flush=True)
+shape = {"B": 2, "H": 16, "Hkv": 8, "S": 1024, "Skv": 1024, "D": 128, "causal": 1}
+print("pin", tilepilot.pin_defaults("attention", [shape])["pins"], flush=True)
+if case in "ABC":
+    q, o = DevTensor((2, 16, 1024, 128)), DevTensor((2, 16, 1024, 128))
+    k, v = DevTensor((2, 8, 1024, 128)), DevTensor((2, 8, 1024, 128))
+else:
+    mk = lambda *s: torch.randn(*s, device="cuda", dtype=torch.bfloat16)
+    q, k, v, o = mk(2, 16, 1024, 128), mk(2, 8, 1024, 128), mk(2, 8, 1024, 128), mk(2, 16, 1024, 128)
+libs = sorted({l.split()[-1] for l in open("/proc/self/maps")
+               if any(n in l for n in ("libcuda.", "nvrtc", "cublas", "cudnn", "nvJit"))})
+print("libs", *libs, sep="\n  ", flush=True)
+stream = None if case == "E" else 0
+for i in range(2):
+    print("call", i, flush=True)
+    _device.attention(q, k, v, True, None, None, o, stream)
+    print("returned", i, flush=True)
+if case in "DE":
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(2, 1),
+                                                           v.repeat_interleave(2, 1), is_causal=True)
+    print("max_abs_err", float((o.float() - ref.float()).abs().max()), flush=True)
+else:
+    check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+print("counters", _core.counters("attention"), flush=True)
+print("ok", flush=True)
+'''
+
+
+def run_case(case, timeout, gdb=False):
+    cmd = [sys.executable, "-c", CHILD, case]
+    if gdb:
+        cmd = ["gdb", "-batch", "-ex", "run", "-ex", "bt 40", "-ex", "info sharedlibrary",
+               "--args"] + cmd
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return {"case": case, "rc": r.returncode, "ok": r.returncode == 0 and "\nok" in r.stdout,
+                "stdout": r.stdout[-6000:], "stderr": r.stderr[-6000:]}
+    except subprocess.TimeoutExpired as e:
+        return {"case": case, "rc": "timeout", "ok": False, "stdout": str(e.stdout)[-3000:],
+                "stderr": str(e.stderr)[-3000:]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json")
+    ap.add_argument("--gdb", action="store_true")
+    ap.add_argument("--cases", default="ABCDE")
+    ap.add_argument("--timeout", type=int, default=60)
+    a = ap.parse_args()
+    results = []
+    for c in a.cases:
+        r = run_case(c, a.timeout)
+        results.append(r)
+        print(f"== case {c}: rc={r['rc']} {'ok' if r['ok'] else 'FAILED'}", flush=True)
+        print(r["stdout"], r["stderr"][-2500:], sep="\n", flush=True)
+    bad = [r for r in results if not r["ok"]]
+    if a.gdb and bad and shutil.which("gdb"):
+        g = run_case(bad[0]["case"], 2 * a.timeout, gdb=True)
+        g["case"] += " (gdb)"
+        results.append(g)
+        print(f"== gdb case {bad[0]['case']}:\n{g['stdout']}\n{g['stderr'][-3000:]}", flush=True)
+    elif a.gdb and bad:
+        print("== gdb not installed; no native backtrace", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
