@@ -3,15 +3,21 @@ tilepilot._device in five child processes, each adding one ingredient of the tor
 so the first one to crash names the cause. Each child prints the CUDA libraries mapped into it
 before the call (which libnvrtc / libcublasLt / libcudnn the process holds), then "ok" or dies.
 
-  A  no torch: device memory from cuMemAlloc (ctypes on libcuda), DLPack capsules made here,
-     stream 0
+  T  `import tilepilot` only (it imports torch for its torch ops), no GPU call
+  N  torch kept out (sys.modules["torch"] = None): device memory from cuMemAlloc (ctypes on
+     libcuda), DLPack capsules made here, stream 0
+  A  as N with torch allowed: libcuda initialised before `import tilepilot` imports torch
   B  torch imported (not initialised), the same ctypes tensors
   C  torch initialised (torch.cuda.init()), the same ctypes tensors, stream 0
   D  torch CUDA tensors, stream 0
   E  torch CUDA tensors on torch's current stream (the torch op's own call)
+  F  as E with CUDA_HOME=/usr/local/cuda: TilePilot opens the toolkit's NVRTC, cuBLASLt and
+     cuDNN by path instead of taking torch's, already loaded under the same sonames
 
-Usage: python diag_cuda_path.py [--json FILE] [--gdb] (--gdb reruns the first crashing case
-under gdb -batch for a native backtrace, where gdb is installed).
+Usage: python diag_cuda_path.py [--json FILE] [--gdb] [--preload segv_trace.so] (--gdb reruns
+the first crashing case under gdb -batch, where gdb is installed; --preload loads segv_trace.c's
+handler into each child, whose native stack is then resolved with addr2line). Also lists the
+dynamic symbols that the extension and torch's libraries both define (an interposition suspect).
 """
 import argparse
 import json
@@ -24,9 +30,11 @@ CHILD = r'''
 import ctypes, faulthandler, os, sys
 faulthandler.enable()
 case = sys.argv[1]
-if case in "BCDE":
+if case == "N":
+    sys.modules["torch"] = None  # tilepilot's `find_spec("torch")` then says there is none
+if case in "BCDEF":
     import torch
-if case in "CDE":
+if case in "CDEF":
     torch.cuda.init()
     torch.empty(1, device="cuda")
 
@@ -74,7 +82,11 @@ class DevTensor:
         new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
         return new(ctypes.addressof(m), b"dltensor", None)
 
-if case in "AB":  # nobody made a context yet: the primary one, as torch would
+if case == "T":
+    import tilepilot
+    print("ok", flush=True)
+    sys.exit(0)
+if case in "NAB":  # nobody made a context yet: the primary one, as torch would
     dev, ctx = ctypes.c_int(), ctypes.c_void_p()
     check(cu.cuInit(0), "cuInit")
     check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
@@ -87,7 +99,7 @@ ok, what = _core.cuda_status()
 print("cuda_status", ok, what, flush=True)
 shape = {"B": 2, "H": 16, "Hkv": 8, "S": 1024, "Skv": 1024, "D": 128, "causal": 1}
 print("pin", tilepilot.pin_defaults("attention", [shape])["pins"], flush=True)
-if case in "ABC":
+if case in "NABC":
     q, o = DevTensor((2, 16, 1024, 128)), DevTensor((2, 16, 1024, 128))
     k, v = DevTensor((2, 8, 1024, 128)), DevTensor((2, 8, 1024, 128))
 else:
@@ -96,12 +108,12 @@ else:
 libs = sorted({l.split()[-1] for l in open("/proc/self/maps")
                if any(n in l for n in ("libcuda.", "nvrtc", "cublas", "cudnn", "nvJit"))})
 print("libs", *libs, sep="\n  ", flush=True)
-stream = None if case == "E" else 0
+stream = None if case in "EF" else 0
 for i in range(2):
     print("call", i, flush=True)
     _device.attention(q, k, v, True, None, None, o, stream)
     print("returned", i, flush=True)
-if case in "DE":
+if case in "DEF":
     torch.cuda.synchronize()
     ref = torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(2, 1),
                                                            v.repeat_interleave(2, 1), is_causal=True)
@@ -113,15 +125,66 @@ print("ok", flush=True)
 '''
 
 
-def run_case(case, timeout, gdb=False):
+def symbolize(stderr):
+    """addr2line for the TRACE lines (segv_trace.c) that fall in TilePilot's own objects."""
+    out = []
+    for line in stderr.splitlines():
+        if not line.startswith("TRACE "):
+            continue
+        obj, _, off = line.split()[1].rpartition("+")
+        name = line.split(maxsplit=2)[2] if len(line.split()) > 2 else "?"
+        where = ""
+        if "tilepilot" in obj and shutil.which("addr2line"):
+            r = subprocess.run(["addr2line", "-f", "-C", "-i", "-e", obj, hex(int(off, 16) - 1)],
+                               capture_output=True, text=True)
+            where = " | ".join(l.strip() for l in r.stdout.splitlines())
+        out.append(f"{os.path.basename(obj)}+{off} {name} {where}")
+    return out
+
+
+def overlapping_symbols():
+    """Dynamic symbols defined both by tilepilot's extension and by one of torch's libraries."""
+    try:
+        import importlib.util
+        import glob
+        core = glob.glob(os.path.join(os.path.dirname(importlib.util.find_spec("tilepilot").origin),
+                                      "_core*.so"))
+        torch_lib = os.path.join(os.path.dirname(importlib.util.find_spec("torch").origin), "lib")
+    except Exception as e:
+        return [f"not checked: {e}"]
+    if not core or not shutil.which("nm"):
+        return ["not checked: no _core*.so or no nm"]
+
+    def defined(path):
+        r = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True)
+        return {l.split()[-1] for l in r.stdout.splitlines() if len(l.split()) >= 3}
+    ours = defined(core[0])
+    found = []
+    for lib in sorted(glob.glob(os.path.join(torch_lib, "*.so*"))):
+        both = sorted(s for s in ours & defined(lib) if not s.startswith("_ZNSt") and
+                      not s.startswith("_ZSt") and not s.startswith("_ZNKSt"))
+        if both:
+            found.append(f"{os.path.basename(lib)}: {len(both)} shared, e.g. {both[:8]}")
+    return [f"_core exports {len(ours)} dynamic symbols"] + (found or ["no overlap with torch/lib"])
+
+
+def run_case(case, timeout, gdb=False, preload=None):
     cmd = [sys.executable, "-c", CHILD, case]
+    env = dict(os.environ)
+    if case == "F":
+        env["CUDA_HOME"] = "/usr/local/cuda"
+    else:
+        env.pop("CUDA_HOME", None)
+    if preload and not gdb:
+        env["LD_PRELOAD"] = preload
     if gdb:
         cmd = ["gdb", "-batch", "-ex", "run", "-ex", "bt 40", "-ex", "info sharedlibrary",
                "--args"] + cmd
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         return {"case": case, "rc": r.returncode, "ok": r.returncode == 0 and "\nok" in r.stdout,
-                "stdout": r.stdout[-6000:], "stderr": r.stderr[-6000:]}
+                "stdout": r.stdout[-6000:], "stderr": r.stderr[-6000:],
+                "native": symbolize(r.stderr)}
     except subprocess.TimeoutExpired as e:
         return {"case": case, "rc": "timeout", "ok": False, "stdout": str(e.stdout)[-3000:],
                 "stderr": str(e.stderr)[-3000:]}
@@ -131,15 +194,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json")
     ap.add_argument("--gdb", action="store_true")
-    ap.add_argument("--cases", default="ABCDE")
+    ap.add_argument("--preload", help="segv_trace.so (built from segv_trace.c)")
+    ap.add_argument("--cases", default="TNABCDEF")
     ap.add_argument("--timeout", type=int, default=60)
     a = ap.parse_args()
-    results = []
+    results = [{"case": "symbols", "ok": True, "overlap": overlapping_symbols()}]
+    print("== symbols", *results[0]["overlap"], sep="\n  ", flush=True)
     for c in a.cases:
-        r = run_case(c, a.timeout)
+        r = run_case(c, a.timeout, preload=a.preload)
         results.append(r)
         print(f"== case {c}: rc={r['rc']} {'ok' if r['ok'] else 'FAILED'}", flush=True)
-        print(r["stdout"], r["stderr"][-2500:], sep="\n", flush=True)
+        err = "\n".join(l for l in r["stderr"].splitlines() if not l.startswith("TRACE "))
+        print(r["stdout"], err[-1500:], "native stack:", *r["native"][:30], sep="\n", flush=True)
     bad = [r for r in results if not r["ok"]]
     if a.gdb and bad and shutil.which("gdb"):
         g = run_case(bad[0]["case"], 2 * a.timeout, gdb=True)

@@ -9,6 +9,7 @@
 
 #include "ops/Check.h"
 #include "ops/CudaCheck.h"
+#include "ops/gemm/GemmOp.h"
 #include "ops/gemm/GemmSplitK.h"
 
 using namespace tp;
@@ -68,6 +69,7 @@ TEST_P(GpuGemmSplitK, ProgramMatchesFp64ReferenceOnEveryElement) {
   if (k.splits) {
     o.config = {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"stages", 8}, {"threads", 128}};
     o.config["splits"] = k.splits;
+    o.config = fit_stages(op(), p, o.config, "sm_90a"); // f32: 8 stages of 64x64 do not fit
   }
   ASSERT_GT(splitk::splits_of(o.config), 1) << config_str(o.config);
   CheckResult r = check_cuda(op(), p, o);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <gtest/gtest.h>
+#include <sstream>
 
 #include "ops/Operator.h"
 #include "tilepilot/dispatch.h"
@@ -76,6 +77,40 @@ TEST(OperatorInterface, OneConfigCheckForEveryOperatorAndArch) {
         EXPECT_NE(m.find("is missing " + k.name), std::string::npos) << op->name() << ": " << m;
         Config done = complete_config(*op, p, arch, {{k.name, c.at(k.name)}});
         EXPECT_EQ(done, c) << op->name() << " on " << arch;
+      }
+    }
+  }
+}
+
+TEST(OperatorInterface, DefaultConfigsFitSharedMemoryInEveryDtype) {
+  // Each operator's default config, in every dtype it parses, at its example shape and (gemm)
+  // decode and odd shapes, plans within the arch's shared memory: an f32 gemm once got the
+  // bf16 stage count and could not be built at all (416 KB on sm_90a).
+  for (const Operator* op : all_operators()) {
+    std::vector<std::map<std::string, std::string>> shapes = {op->example_shape()};
+    if (op->name() == "gemm")
+      for (const char* s : {"1,4096,4096", "7,130,1000", "4096,4096,4096", "64,28672,4096"}) {
+        std::stringstream ss(s);
+        std::string m, n, k;
+        std::getline(ss, m, ','), std::getline(ss, n, ','), std::getline(ss, k);
+        shapes.push_back({{"M", m}, {"N", n}, {"K", k}, {"layout", "nn"}});
+      }
+    for (const auto& kv : shapes) {
+      if (kv.empty()) continue;
+      for (DType t : {DType::bf16, DType::f16, DType::f32}) {
+        Problem p;
+        try {
+          p = op->parse(kv, t);
+        } catch (const UserError&) {
+          continue; // a dtype this operator does not take
+        }
+        for (const char* arch : {"sm_80", "sm_90a"}) {
+          const Config c = op->default_config(p, arch);
+          const int64_t limit = std::string(arch) == "sm_90a" ? 232448 : 166912;
+          EXPECT_LE(op->estimate(p, c, arch).smem_bytes, limit)
+              << op->name() << " " << p.shape_str() << " " << dtype_name(t) << " on " << arch
+              << ": " << config_str(c);
+        }
       }
     }
   }

@@ -6,6 +6,7 @@
 
 #include "ops/ParseHelpers.h"
 #include "ops/gemm/GemmSplitK.h"
+#include "passes/Target.h"
 #include "tilepilot/tilepilot.h"
 
 namespace tp::ops {
@@ -124,7 +125,7 @@ namespace {
 /// 128x128 at 0.9 of 128x192 on M=1024,N=6144); the small tiles are priors. Small tiles
 /// serve shapes that stream a large operand through few blocks (M = 128), so they take the
 /// deepest pipeline that fits: 8 stages ran 10 % faster than 5 there.
-Config sm90_default(const Problem& p) {
+Config sm90_default(const Operator& gemm, const Problem& p) {
   struct Candidate {
     int64_t bm, bn, stages, threads;
     double efficiency;
@@ -133,26 +134,47 @@ Config sm90_default(const Problem& p) {
                                   {128, 128, 5, 256, 0.83}, {128, 64, 8, 256, 0.75},
                                   {64, 128, 8, 128, 0.75},  {64, 64, 8, 128, 0.6}};
   const double sms = 132; // H100/H200 SXM
-  const Candidate* best = &candidates[0];
+  // Grouped rasterization: blocks running together walk down panels of 8 block-rows, so they
+  // share B's column panels in L2 (without it, N = 28672 re-reads B from HBM per block-row).
+  auto config = [](const Candidate& c) -> Config {
+    return {{"bm", c.bm},         {"bn", c.bn},           {"bk", 64},
+            {"stages", c.stages}, {"threads", c.threads}, {"swizzle", 8}};
+  };
+  Config best;
   double best_score = -1;
   for (const Candidate& c : candidates) {
     double tiles = double((p.at("M") + c.bm - 1) / c.bm) * double((p.at("N") + c.bn - 1) / c.bn);
     double waves = std::ceil(tiles / sms);
     double score = c.efficiency * tiles / (waves * sms);
-    if (score > best_score + 1e-9) best = &c, best_score = score;
+    if (score <= best_score + 1e-9) continue;
+    Config cfg = fit_stages(gemm, p, config(c), "sm_90a");
+    if (!fits_shared_memory(gemm, p, cfg, "sm_90a")) continue; // f32's largest tiles
+    best = std::move(cfg), best_score = score;
   }
-  // Grouped rasterization: blocks running together walk down panels of 8 block-rows, so they
-  // share B's column panels in L2 (without it, N = 28672 re-reads B from HBM per block-row).
-  return {{"bm", best->bm},         {"bn", best->bn},           {"bk", 64},
-          {"stages", best->stages}, {"threads", best->threads}, {"swizzle", 8}};
+  return best;
 }
 
 } // namespace
 
+bool fits_shared_memory(const Operator& gemm, const Problem& p, const Config& c,
+                        const std::string& arch) {
+  // bf16 and f16: every default candidate fits (their stage counts were sized for them).
+  if (dtype_bytes(p.dtype) <= 2) return true;
+  return gemm.estimate(p, c, arch).smem_bytes <= passes::Target::parse(arch).smem_limit();
+}
+
+Config fit_stages(const Operator& gemm, const Problem& p, Config c, const std::string& arch) {
+  // The defaults' stage counts are sized for 2-byte operands; f32 tiles are twice as large, and
+  // the compiler's plan (not a formula here) says what fits.
+  while (c.at("stages") > 2 && !fits_shared_memory(gemm, p, c, arch))
+    c["stages"] -= 1;
+  return c;
+}
+
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
   // Split-K (splitk::choose_split) is not a default yet: its speed and its GPU results were
   // not measured when it landed, so configs ask for it by `splits` (the tuner searches it).
-  if (arch == "sm_90a") return sm90_default(p);
+  if (arch == "sm_90a") return sm90_default(*this, p);
   if (arch == "sm_80")
     return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};
   return {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}};

@@ -12,6 +12,15 @@ namespace tp::ops {
 /// bound at launch.
 Kernel gemm_kernel(DType dtype, const std::string& layout, const Config& c);
 
+/// Whether the compiler's plan of `c` fits the arch's shared memory (true for 2-byte dtypes,
+/// which every default candidate fits, without planning).
+bool fits_shared_memory(const Operator& gemm, const Problem& p, const Config& c,
+                        const std::string& arch);
+/// `c` with its stages lowered (not below 2) until the compiler's plan fits the arch's shared
+/// memory: the defaults' stage counts are sized for 2-byte operands, and f32 tiles are twice
+/// as large. Unchanged for bf16 and f16.
+Config fit_stages(const Operator& gemm, const Problem& p, Config c, const std::string& arch);
+
 class GemmOp : public Operator {
 public:
   std::string name() const override { return "gemm"; }
