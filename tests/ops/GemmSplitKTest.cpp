@@ -4,7 +4,7 @@
 // exact zeros; splits = 1 and a config without the knob build the very same kernel (CUDA text
 // on sm_90a with and without TMA, and sm_80); GemmOp::program's two steps, bindings and
 // intermediate, which the estimate and the memory check count; the operator's check on the
-// interpreter with choose_split's config; choose_split's rule (not the default yet); bad configs
+// interpreter with choose_split's config; choose_split's rule, the default at M <= 64; bad configs
 // rejected.
 #include <gtest/gtest.h>
 
@@ -234,35 +234,48 @@ splitk::SplitChoice choice(const std::string& shape) {
 }
 
 TEST(GemmSplitKDefault, TheMeasuredDecodeShapesSplitToFillTheSms) {
-  // M=1, N=4096: 64 tiles of 64 columns, 5 splits of 13 (the last 12) K steps: 320 blocks.
+  // M=1, N=4096: 32 tiles of 128 columns, 4 splits of 16 K steps: 128 blocks, one wave (0.78x
+  // cuBLASLt on the H200 against the unsplit default's 0.47x).
   splitk::SplitChoice a = choice("M=1,N=4096,K=4096");
-  EXPECT_EQ(a.bn, 64);
-  EXPECT_EQ(a.splits, 5);
-  // M=7, N=6144: 48 tiles of 128 columns, 6 splits: 288 blocks (64-wide: 96 x 3, which
-  // re-reads A's 7 rows twice as often for the same blocks).
+  EXPECT_EQ(a.bn, 128);
+  EXPECT_EQ(a.splits, 4);
+  // M=7, N=6144: 48 tiles of 128, 2 splits: 96 blocks (3 would be 144, past one wave).
   splitk::SplitChoice b = choice("M=7,N=6144,K=4096");
   EXPECT_EQ(b.bn, 128);
-  EXPECT_EQ(b.splits, 6);
-  // Small N: 64-wide tiles cannot fill 264 blocks within 16 splits; 32-wide ones can, with
-  // 10 splits of 7 K steps (the last 1): 320 blocks.
-  splitk::SplitChoice c = choice("M=1,N=1024,K=4096");
-  EXPECT_EQ(c.bn, 32);
-  EXPECT_EQ(c.splits, 10);
+  EXPECT_EQ(b.splits, 2);
+  // M=32, N=4096: 64 tiles of 64 columns (more rows: 64 wide ran faster), 2 splits.
+  splitk::SplitChoice c = choice("M=32,N=4096,K=4096");
+  EXPECT_EQ(c.bn, 64);
+  EXPECT_EQ(c.splits, 2);
+  // Small N: 8 tiles of 128 could take 16 splits; the rule stops at 4.
+  splitk::SplitChoice d = choice("M=1,N=1024,K=4096");
+  EXPECT_EQ(d.bn, 128);
+  EXPECT_EQ(d.splits, 4);
+  // A long K keeps 4 splits of 56 K steps.
+  EXPECT_EQ(choice("M=1,N=4096,K=14336").splits, 4);
+  // 12 K steps: one split of 8 would leave 4 for the other; 8 steps at least, so 1 split.
+  EXPECT_EQ(choice("M=1,N=4096,K=768").splits, 1);
+  EXPECT_EQ(choice("M=1,N=4096,K=1024").splits, 2); // 16 K steps: two splits of 8
 }
 
 TEST(GemmSplitKDefault, NoSplitWhereItCannotPay) {
-  EXPECT_EQ(choice("M=65,N=4096,K=4096").splits, 1);  // two block rows: not decode
-  EXPECT_EQ(choice("M=1,N=4096,K=448").splits, 1);    // 7 K steps: no two splits of 4
-  EXPECT_EQ(choice("M=1,N=28672,K=4096").splits, 1);  // 448 tiles of 64 already fill
-  EXPECT_EQ(choice("M=64,N=16896,K=4096").splits, 1); // 264 tiles of 64: < 15 % to gain
-  EXPECT_EQ(choice("M=1,N=14336,K=4096").splits, 1);  // 448 tiles of 32 fill unsplit
-  // The operator's default keeps today's config there, with no splits key at all.
+  EXPECT_EQ(choice("M=65,N=4096,K=4096").splits, 1); // two block rows: not decode
+  EXPECT_EQ(choice("M=1,N=4096,K=448").splits, 1);   // 7 K steps: no two splits of 8
+  EXPECT_EQ(choice("M=1,N=28672,K=4096").splits, 1); // 224 tiles of 128 already fill
+  EXPECT_EQ(choice("M=1,N=14336,K=4096").splits, 1); // 112 tiles of 128: one wave
+  // 264 tiles of 64 would be two waves: 128 columns, 132 tiles, unsplit.
+  splitk::SplitChoice wide = choice("M=64,N=16896,K=4096");
+  EXPECT_EQ(wide.bn, 128);
+  EXPECT_EQ(wide.splits, 1);
+  // Unsplit, the default has no splits key at all (the one kernel, cached as before); above
+  // one block row it is sm90_default's.
   for (const char* shape : {"M=65,N=4096,K=4096", "M=1,N=4096,K=448", "M=1,N=28672,K=4096",
                             "M=128,N=128,K=128", "M=4096,N=4096,K=4096"})
     EXPECT_EQ(op().default_config(problem(shape), "sm_90a").count("splits"), 0u) << shape;
+  EXPECT_EQ(op().default_config(problem("M=65,N=4096,K=4096"), "sm_90a").count("swizzle"), 1u);
 }
 
-TEST(GemmSplitKDefault, EverySplitKeepsFourKStepsAndNoneIsEmpty) {
+TEST(GemmSplitKDefault, EverySplitKeepsEightKStepsAndNoneIsEmpty) {
   for (int64_t M : {1, 2, 7, 16, 33, 64})
     for (int64_t N : {1, 45, 256, 1024, 2048, 4096, 6144, 8192, 14336, 28672})
       for (int64_t K : {64, 255, 256, 512, 1000, 4096, 14336, 65536}) {
@@ -272,17 +285,17 @@ TEST(GemmSplitKDefault, EverySplitKeepsFourKStepsAndNoneIsEmpty) {
         SCOPED_TRACE(p.shape_str());
         const int64_t nk = (K + 63) / 64, per = (nk + s.splits - 1) / s.splits;
         EXPECT_GE(s.splits, 1);
-        EXPECT_LE(s.splits, splitk::kMaxSplits);
-        EXPECT_TRUE(s.bn == 32 || s.bn == 64 || s.bn == 128) << s.bn;
-        if (s.splits == 1) continue;
-        EXPECT_GE(per, 4) << s.splits << " splits";
-        EXPECT_LT((s.splits - 1) * per, nk) << "an empty split";
-        // A grid that fills the SMs unsplit at 64 columns stays unsplit at decode's few rows.
-        if (M <= 16) EXPECT_LT((N + 63) / 64, 2 * kH200Sms);
-        // The default does not split yet; the choice is a valid config.
+        EXPECT_LE(s.splits, 4);
+        EXPECT_TRUE(s.bn == 64 || s.bn == 128) << s.bn;
+        // The operator's sm_90a default at one block row is the choice's config, valid.
         Config c = op().default_config(p, "sm_90a");
-        EXPECT_EQ(c.count("splits"), 0u);
-        check_config(op(), p, splitk::split_config(s), "sm_90a");
+        EXPECT_EQ(c, splitk::split_config(s));
+        EXPECT_NO_THROW(check_config(op(), p, c, "sm_90a"));
+        if (s.splits == 1) continue;
+        EXPECT_GE(per, 8) << s.splits << " splits";
+        EXPECT_LT((s.splits - 1) * per, nk) << "an empty split";
+        // Splitting only where the tiles alone leave SMs idle: at most one wave in all.
+        EXPECT_LE((N + s.bn - 1) / s.bn * s.splits, kH200Sms);
       }
 }
 

@@ -117,6 +117,10 @@ Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype)
 
 namespace {
 
+// The defaults are the H100/H200 SXM's (132 SMs); other sm_90a parts get them too, and the
+// tuner measures on the device itself.
+constexpr int kSm90Sms = 132;
+
 /// sm_90a: the largest tile keeps the tensor cores busiest per byte loaded, but a grid of few
 /// tiles leaves SMs idle (M = 128 with 128x256 tiles gives N/256 blocks for 132 SMs). Score
 /// each candidate by its relative per-tile efficiency times the fraction of the last wave's
@@ -133,7 +137,7 @@ Config sm90_default(const Operator& gemm, const Problem& p) {
   const Candidate candidates[] = {{128, 256, 4, 256, 1.0},  {128, 192, 4, 256, 0.92},
                                   {128, 128, 5, 256, 0.83}, {128, 64, 8, 256, 0.75},
                                   {64, 128, 8, 128, 0.75},  {64, 64, 8, 128, 0.6}};
-  const double sms = 132; // H100/H200 SXM
+  const double sms = kSm90Sms;
   // Grouped rasterization: blocks running together walk down panels of 8 block-rows, so they
   // share B's column panels in L2 (without it, N = 28672 re-reads B from HBM per block-row).
   auto config = [](const Candidate& c) -> Config {
@@ -172,8 +176,9 @@ Config fit_stages(const Operator& gemm, const Problem& p, Config c, const std::s
 }
 
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
-  // Split-K (splitk::choose_split) is not a default yet: its speed and its GPU results were
-  // not measured when it landed, so configs ask for it by `splits` (the tuner searches it).
+  // Decode shapes (one block row) take split-K's rule: 64-row tiles, split to fill a wave.
+  if (arch == "sm_90a" && p.at("M") <= 64)
+    return fit_stages(*this, p, splitk::split_config(splitk::choose_split(p, kSm90Sms)), arch);
   if (arch == "sm_90a") return sm90_default(*this, p);
   if (arch == "sm_80")
     return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};

@@ -96,58 +96,40 @@ std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c) {
   return {{DType::f32, {splits_of(c), p.at("M"), p.at("N")}}};
 }
 
-// The rule, from the tile and grid arithmetic of the shapes measured on the H200 (M=1 and 7,
-// N=4096..6144, K=4096: 0.47x cuBLASLt with 64x64 tiles, N / 64 = 64..96 blocks on 132 SMs).
-// At M <= 64 a GEMM streams B (N K 2 bytes) through one block row of bm = 64: its time is B's
-// bytes over the bandwidth its blocks draw, and 64 blocks draw about half of it. A candidate
-// (bn, s) is scored as fill x efficiency:
-//   - fill = min(1, blocks / (2 sm_count)), blocks = ceil(M / 64) ceil(N / bn) s. Two blocks
-//     per SM (one is resident at a time with 8 stages of 64-wide tiles: 128 KB) keep the last,
-//     partial wave a small share of the time;
-//   - efficiency = B's bytes over all bytes moved: B, plus A's panel re-read by each of the
-//     N / bn tile columns (mostly from L2, counted at half an HBM byte), plus the partials'
-//     round trip (s M N 4 bytes written, then read): 1 / (1 + M / (2 bn) + 4 s M / K).
-//     Wider tiles re-read A less; fewer splits move fewer partials.
-// Candidates: bn in {64, 128, 32} (ties go to the first: 64 is today's tile for these shapes),
-// s in 1..kMaxSplits with every split keeping >= kMinSteps K steps of bk = 64 (a split's fixed
-// cost, its pipeline's fill and its partial's store, stays small against its loop), evened out
-// to ceil(nk / ceil(nk / s)) so that no split is empty. Past the fill target more splits only
-// cost, so the best s of a bn is the fewest that fill. The split must beat the best one-kernel
-// candidate (s = 1, any of the three widths) by kMinGain: the second kernel's launch and its
-// read of the partials are a fixed few microseconds the score does not see (a 4096 x 4096
-// decode GEMM streams 32 MB: 10 at 3.2 TB/s). Otherwise splits = 1: keep today's default.
-// Priors from arithmetic, to be tuned on the GPU (the tuner searches splits).
+// The rule, read off the H200 (2026-12-02, calls t1 and t2: 15 decode shapes, each default
+// and 7 to 8 configs of bm = 64, bk = 64, 8 stages, side by side with cuBLASLt; the numbers are
+// in docs/perf-log.md). At M <= 64 a GEMM is one block row streaming B (N K 2 bytes) and its
+// time is B's bytes over the bandwidth its blocks draw:
+//   - one row of 64 (not the 128 of sm90_default's larger candidates, half of whose MMA rows
+//     are empty): 64x128 unsplit ran 1.43x the default at M=1, N=14336 and 1.27x at M=1,
+//     N=6144;
+//   - 128 columns at M <= 16 (A's few rows cost nothing to re-read, and a wider tile draws
+//     more bytes per block), 64 above, where 64x64 split in two ran 3 to 10 % faster than
+//     64x128 at M = 32 and 64 - unless 64 columns give more tiles than SMs (N > 8448), when
+//     the partial second wave costs more than the re-reads save;
+//   - splits to make about one wave, floor(sm_count / tiles), at most 4 (6 and 8 ran slower
+//     than 4 at every shape: each split pays its pipeline's fill and its partial's round trip,
+//     and the combine is a second launch) and no fewer than 8 K steps of 64 each, evened out to
+//     ceil(nk / ceil(nk / s)) so that no split is empty. At N = 4096 that is 32 tiles x 4
+//     (M=1, K=4096: 0.78x cuBLASLt against the unsplit default's 0.47x; K=14336: 0.86x against
+//     0.36x); at N >= 14336 the tiles fill the SMs alone and the kernel is not split.
 SplitChoice choose_split(const Problem& p, int sm_count) {
-  constexpr int64_t kMinSteps = 4, bm = 64, bk = 64;
-  constexpr double kMinGain = 1.15;
+  constexpr int64_t kMinSteps = 8, kMostSplits = 4, bk = 64;
   if (sm_count < 1)
     user_error() << "gemm: choose_split needs the device's SM count (>= 1), got " << sm_count;
   const int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
   if (M > 64) return {64, 1};
-  const int64_t nk = ceil_div(K, bk);
-  const int64_t most = std::clamp<int64_t>(nk / kMinSteps, 1, kMaxSplits);
-  const double target = 2.0 * sm_count;
-  SplitChoice best;
-  double best_split = -1, best_single = -1;
-  for (int64_t bn : {64, 128, 32})
-    for (int64_t s = 1; s <= most; ++s) {
-      const int64_t even = ceil_div(nk, ceil_div(nk, s));
-      const double blocks = double(ceil_div(M, bm) * ceil_div(N, bn) * even);
-      const double fill = std::min(1.0, blocks / target);
-      const double moved = 1 + double(M) / (2.0 * bn) + (even > 1 ? 4.0 * even * M / double(K) : 0);
-      const double score = fill / moved;
-      if (even == 1)
-        best_single = std::max(best_single, score);
-      else if (score > best_split + 1e-9)
-        best = {bn, even}, best_split = score;
-    }
-  if (best_split < kMinGain * best_single) return {64, 1};
-  return best;
+  const int64_t bn = M <= 16 || ceil_div(N, 64) > sm_count ? 128 : 64;
+  const int64_t nk = ceil_div(K, bk), tiles = ceil_div(N, bn);
+  const int64_t most = std::min(kMostSplits, std::max<int64_t>(1, nk / kMinSteps));
+  const int64_t s = std::clamp<int64_t>(sm_count / tiles, 1, most);
+  return {bn, ceil_div(nk, ceil_div(nk, s))};
 }
 
 Config split_config(const SplitChoice& s) {
-  return {{"bm", 64},    {"bn", s.bn},     {"bk", 64},
-          {"stages", 8}, {"threads", 128}, {"splits", s.splits}};
+  Config c = {{"bm", 64}, {"bn", s.bn}, {"bk", 64}, {"stages", 8}, {"threads", 128}};
+  if (s.splits > 1) c["splits"] = s.splits; // unsplit: no knob, so the key is today's kernel's
+  return c;
 }
 
 } // namespace tp::ops::splitk

@@ -33,11 +33,12 @@ std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c);
 struct SplitChoice {
   int64_t bn = 64, splits = 1;
 };
-/// The sm_90a rule for M <= 64 (bm = 64, bk = 64) on a GPU of `sm_count` SMs: see
-/// GemmSplitK.cpp. splits = 1 where splitting does not pay (M > 64, short K, a full grid).
+/// The sm_90a rule for M <= 64 (one block row of bm = 64, bk = 64) on a GPU of `sm_count` SMs,
+/// measured on the H200: see GemmSplitK.cpp. splits = 1 where the tiles alone fill the SMs or
+/// K is short; {64, 1} for M > 64, where sm90_default's tiles apply instead.
 SplitChoice choose_split(const Problem& p, int sm_count);
-/// The sm_90a config of a choice: one block row of 64-row tiles with the 8-stage pipeline of
-/// today's 64-row defaults, `splits` set. Not the operator's default yet (GemmOp.cpp says why).
+/// The sm_90a config of a choice: one block row of 64-row tiles with an 8-stage pipeline,
+/// `splits` set when above 1. GemmOp's default at M <= 64 (stages fitted for f32).
 Config split_config(const SplitChoice& s);
 
 } // namespace tp::ops::splitk
