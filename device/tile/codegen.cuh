@@ -291,15 +291,19 @@ template <int N, typename D, typename S>
 TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   constexpr int B = N * static_cast<int>(sizeof(S));
   alignas(16) S t[N];
-  // Alignment first: `slack` is a bounds check that only a misaligned row needs.
+  // Aligned first: `slack` is a bounds check, worth evaluating only for a row that needs it.
   if constexpr (B % 16 == 0) {
-    if (!aligned_to(g, 16) && slack) {
+    if (aligned_to(g, 16)) {
+      for (int k = 0; k < B / 16; ++k)
+        reinterpret_cast<Vec16*>(t)[k] = reinterpret_cast<const Vec16*>(g)[k];
+    } else if (slack) {
       load_bytes_realigned<B>(t, g);
-      take_loaded<N>(regs, t);
-      return;
+    } else {
+      load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
     }
+  } else {
+    load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
   }
-  load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
   take_loaded<N>(regs, t);
 }
 /// N registers into N adjacent elements of a global row, rounded to the tensor's type.
