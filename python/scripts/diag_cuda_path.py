@@ -182,7 +182,7 @@ def run_case(case, timeout, gdb=False, preload=None):
                "--args"] + cmd
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        return {"case": case, "rc": r.returncode, "ok": r.returncode == 0 and "\nok" in r.stdout,
+        return {"case": case, "rc": r.returncode, "ok": r.returncode == 0 and "ok" in r.stdout.splitlines(),
                 "stdout": r.stdout[-6000:], "stderr": r.stderr[-6000:],
                 "native": symbolize(r.stderr)}
     except subprocess.TimeoutExpired as e:
