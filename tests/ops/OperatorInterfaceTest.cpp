@@ -89,12 +89,11 @@ TEST(OperatorInterface, DefaultConfigsFitSharedMemoryInEveryDtype) {
   for (const Operator* op : all_operators()) {
     std::vector<std::map<std::string, std::string>> shapes = {op->example_shape()};
     if (op->name() == "gemm")
-      for (const char* s : {"1,4096,4096", "7,130,1000", "4096,4096,4096", "64,28672,4096"}) {
-        std::stringstream ss(s);
-        std::string m, n, k;
-        std::getline(ss, m, ','), std::getline(ss, n, ','), std::getline(ss, k);
+      for (auto [m, n, k] : {std::array<const char*, 3>{"1", "4096", "4096"},
+                             {"7", "130", "1000"},
+                             {"4096", "4096", "4096"},
+                             {"64", "28672", "4096"}})
         shapes.push_back({{"M", m}, {"N", n}, {"K", k}, {"layout", "nn"}});
-      }
     for (const auto& kv : shapes) {
       if (kv.empty()) continue;
       for (DType t : {DType::bf16, DType::f16, DType::f32}) {
