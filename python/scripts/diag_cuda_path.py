@@ -38,49 +38,19 @@ if case in "CDEF":
     torch.cuda.init()
     torch.empty(1, device="cuda")
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-class DLManaged(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-alive = []
+sys.path.insert(0, sys.argv[2])
+from dlpack_ctypes import CudaBf16, nbytes
 cu = ctypes.CDLL("libcuda.so.1")
 def check(r, what):
     if r != 0:
         print(f"{what} returned {r}", flush=True); sys.exit(3)
 
-class DevTensor:
-    """A bf16 CUDA tensor over cuMemAlloc memory (zeroed), for DLPack consumers."""
-    def __init__(self, shape):
-        self.shape = shape
-        n = 2
-        for s in shape:
-            n *= s
-        p = ctypes.c_uint64()
-        check(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)), "cuMemAlloc")
-        check(cu.cuMemsetD8_v2(p, ctypes.c_ubyte(0), ctypes.c_size_t(n)), "cuMemsetD8")
-        self.ptr = p.value
-    def __dlpack_device__(self):
-        return (2, 0)
-    def __dlpack__(self, *args, **kwargs):
-        shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
-        m = DLManaged()
-        m.dl_tensor.data = self.ptr
-        m.dl_tensor.device = DLDevice(2, 0)
-        m.dl_tensor.ndim = len(self.shape)
-        m.dl_tensor.dtype = DLDataType(4, 16, 1)
-        m.dl_tensor.shape = shape
-        alive.extend([shape, m])
-        new = ctypes.pythonapi.PyCapsule_New
-        new.restype = ctypes.py_object
-        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-        return new(ctypes.addressof(m), b"dltensor", None)
+def DevTensor(shape):
+    """A bf16 CUDA tensor over cuMemAlloc memory (zeroed)."""
+    p = ctypes.c_uint64()
+    check(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(nbytes(shape))), "cuMemAlloc")
+    check(cu.cuMemsetD8_v2(p, ctypes.c_ubyte(0), ctypes.c_size_t(nbytes(shape))), "cuMemsetD8")
+    return CudaBf16(p.value, shape)
 
 if case == "T":
     import tilepilot
@@ -169,7 +139,7 @@ def overlapping_symbols():
 
 
 def run_case(case, timeout, gdb=False, preload=None):
-    cmd = [sys.executable, "-c", CHILD, case]
+    cmd = [sys.executable, "-c", CHILD, case, os.path.dirname(os.path.abspath(__file__))]
     env = dict(os.environ)
     if case == "F":
         env["CUDA_HOME"] = "/usr/local/cuda"

@@ -13,52 +13,20 @@ import pytest
 
 FAKE = pathlib.Path(__file__).resolve().parents[2] / "build" / "fake-cuda"
 
+SCRIPTS = pathlib.Path(__file__).resolve().parents[1] / "scripts"
+
 CHILD = r'''
-import ctypes, faulthandler
+import ctypes, faulthandler, sys
 faulthandler.enable()
+sys.path.insert(0, sys.argv[1])
+from dlpack_ctypes import CudaBf16, nbytes
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+buffers = []  # host memory the fake driver never reads
 
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
 
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-class DLManaged(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-alive = []  # the structs the capsules point at
-
-class FakeCudaTensor:
-    """A bf16 CUDA tensor for DLPack consumers, over host memory the fake driver never reads."""
-    def __init__(self, shape):
-        self.shape = shape
-        n = 2
-        for s in shape:
-            n *= s
-        self.buf = ctypes.create_string_buffer(n)
-
-    def __dlpack_device__(self):
-        return (2, 0)  # kDLCUDA, device 0
-
-    def __dlpack__(self, *args, **kwargs):
-        shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
-        m = DLManaged()
-        m.dl_tensor.data = ctypes.addressof(self.buf)
-        m.dl_tensor.device = DLDevice(2, 0)
-        m.dl_tensor.ndim = len(self.shape)
-        m.dl_tensor.dtype = DLDataType(4, 16, 1)  # kDLBfloat, 16 bits
-        m.dl_tensor.shape = shape
-        alive.extend([shape, m])
-        new = ctypes.pythonapi.PyCapsule_New
-        new.restype = ctypes.py_object
-        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-        return new(ctypes.addressof(m), b"dltensor", None)
+def FakeCudaTensor(shape):
+    buffers.append(ctypes.create_string_buffer(nbytes(shape)))
+    return CudaBf16(ctypes.addressof(buffers[-1]), shape)
 
 import tilepilot
 from tilepilot import _core, _device
@@ -79,7 +47,7 @@ print("pinned", _core.counters("attention")["pinned"], flush=True)
                     reason="needs the C++ build's fake driver (build/fake-cuda; scripts/build)")
 def test_pinned_attention_through_the_python_device_path_on_the_fake_driver(tmp_path):
     env = dict(os.environ, LD_LIBRARY_PATH=str(FAKE), TILEPILOT_CACHE_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run([sys.executable, "-c", CHILD, str(SCRIPTS)], env=env, capture_output=True,
+                       text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "pinned 2" in r.stdout, r.stdout + r.stderr
