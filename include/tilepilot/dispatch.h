@@ -38,8 +38,10 @@ enum class FallbackReason : uint8_t {
   library_missing,      // the pinned kernel needs NVRTC / the driver, and it is missing
   device_out_of_memory, // device memory ran out loading or launching the pinned kernel (this
                         // call only: the next one tries the pinned kernel again)
+  framework_faster,     // the shape was tested, and the pilot measured the framework faster
+                        // there (a release with objective.route per_shape)
 };
-inline constexpr int kFallbackReasons = 10;
+inline constexpr int kFallbackReasons = 11;
 /// "shape_outside_matrix", ...: stable names for JSON and logs.
 const char* fallback_reason_name(FallbackReason r);
 

@@ -29,6 +29,8 @@ const char* fallback_reason_name(FallbackReason r) {
     return "library_missing";
   case FallbackReason::device_out_of_memory:
     return "device_out_of_memory";
+  case FallbackReason::framework_faster:
+    return "framework_faster";
   }
   return "?";
 }

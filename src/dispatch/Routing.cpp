@@ -116,6 +116,8 @@ Route route(const ReleaseSlot* slot, const ops::DeviceIdentity& dev, const ops::
                 "shape " + p.shape_str() + " is not in the tested matrix");
   if (!tested->passed)
     return fall(FallbackReason::failed_test, "shape " + p.shape_str() + " failed its test");
+  if (const release::FrameworkRouted* f = rel.routed_to_framework(p))
+    return fall(FallbackReason::framework_faster, rel.framework_faster_text(*f));
   for (const auto& e : rel.pinned)
     if (same_problem(e.problem, p)) {
       r.pinned = true;

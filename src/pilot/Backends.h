@@ -91,9 +91,12 @@ struct Backends {
   std::function<WarmTiming(const ops::Operator&, const ops::Problem&, const ops::Config&)>
       warm_timing;
   std::function<MemoryUsage(const ops::Operator&, const ops::Problem&, const ops::Config&)> memory;
-  /// `configs`: the pinned config per representative problem.
+  /// `configs`: the pinned config per representative problem the kernel serves;
+  /// `framework_routed`: those objective.route per_shape sends to the framework (a model
+  /// problem nearest to one of these runs the fallback in both runs).
   std::function<ModelResult(const ModelSpec&, const ops::Operator&,
-                            const std::vector<std::pair<ops::Problem, ops::Config>>& configs)>
+                            const std::vector<std::pair<ops::Problem, ops::Config>>& configs,
+                            const std::vector<ops::Problem>& framework_routed)>
       model_run;
   std::function<TuneResult(const ops::Operator&, const ops::Problem&, const ops::Config& start)>
       tune;

@@ -2,6 +2,8 @@
 //   release                  correctness passed, every metric the spec lists was measured and
 //                            passed, the weighted speedup meets min_speedup, memory is within
 //                            the limit, and (fallback: required) the fallback passed its test;
+//                            with objective.route per_shape the speedup is that of the routed
+//                            mix, and at least one shape must route to the kernel;
 //   keep framework operator  something was measured and says no (a wrong result, the objective
 //                            missed, memory over the limit, a failed fallback);
 //   undecided                otherwise: a stage the decision needs did not run (e.g. no GPU).
@@ -32,6 +34,36 @@ std::string failure_detail(const StageRecord& s) {
     return " (limit " + fmt(s.data.value("limit_mb", 0.0)) + " MB): " + over;
   }
   return "";
+}
+
+/// objective.route per_shape: which implementation serves each timed case, recorded as
+/// d.routes; no shape for the kernel is a "no", like a missed objective.
+void route_cases(const PilotRun& r, const std::map<int, WarmTiming>& best, nlohmann::json& d,
+                 std::vector<std::string>& no, std::vector<std::string>& yes) {
+  d["routes"] = nlohmann::json::array();
+  std::string kernel_labels;
+  int kernel = 0;
+  for (const Case& c : r.cases) {
+    auto it = best.find(c.index);
+    if (it == best.end()) continue;
+    const WarmTiming& w = it->second;
+    const bool k = routes_to_kernel(r, w);
+    d["routes"].push_back({{"case", c.index},
+                           {"label", c.label},
+                           {"route", k ? "kernel" : "framework"},
+                           {"ms_median", w.ms_median},
+                           {"ref_ms_median", w.ref_ms_median},
+                           {"speedup", w.ms_median > 0 ? w.ref_ms_median / w.ms_median : 0.0}});
+    if (k) kernel_labels += (kernel++ ? ", " : "") + c.label;
+  }
+  const int all = static_cast<int>(d["routes"].size());
+  if (kernel == 0)
+    no.push_back("route per_shape: the framework operator (" + best.begin()->second.ref_name +
+                 ") is faster at every timed shape (" + std::to_string(all) + "); nothing to pin");
+  else
+    yes.push_back("route per_shape: the kernel serves " + std::to_string(kernel) + " of " +
+                  std::to_string(all) + " timed shapes (" + kernel_labels +
+                  "), the framework the rest");
 }
 
 } // namespace
@@ -75,15 +107,17 @@ std::string stage_decision(PilotRun& r) {
         yes.push_back("fallback tested on every case");
     }
     // The objective, from the best measured timing of each shape (tuned where adopted).
-    std::map<int, WarmTiming> best = r.warm;
-    for (const auto& [i, w] : r.tuned_warm)
-      best[i] = w;
+    std::map<int, WarmTiming> best = best_timings(r);
     nlohmann::json obj = r.warm.empty() ? nlohmann::json() : weighted_summary(r, best);
+    if (r.spec.route == "per_shape" && !best.empty()) route_cases(r, best, d, no, yes);
     if (!obj.is_null()) {
       d["objective"] = obj;
       double s = obj["weighted_speedup"].get<double>();
       std::string line =
           "weighted speedup " + fmt(s) + " vs min_speedup " + fmt(r.spec.min_speedup);
+      if (obj.contains("kernel_weighted_speedup"))
+        line += " (routed per shape; the kernel at every shape: " +
+                fmt(obj["kernel_weighted_speedup"].get<double>()) + ")";
       (s >= r.spec.min_speedup ? yes : no)
           .push_back("objective " + std::string(s >= r.spec.min_speedup ? "met" : "missed") + ": " +
                      line);

@@ -59,7 +59,7 @@ int take_int(std::map<std::string, std::string>& kv, const char* key, int dflt) 
 std::vector<std::pair<ops::Problem, ops::Config>>
 model_pins(const std::vector<std::pair<std::string, ops::Problem>>& model_problems,
            const std::vector<std::pair<ops::Problem, ops::Config>>& piloted,
-           std::vector<std::string>* notes) {
+           const std::vector<ops::Problem>& framework_routed, std::vector<std::string>* notes) {
   std::vector<std::pair<ops::Problem, ops::Config>> out;
   for (const auto& [label, p] : model_problems) {
     const std::pair<ops::Problem, ops::Config>* best = nullptr;
@@ -68,6 +68,14 @@ model_pins(const std::vector<std::pair<std::string, ops::Problem>>& model_proble
       if (!same_kind(pc.first, p)) continue;
       double d = distance(p, pc.first);
       if (d < best_d) best_d = d, best = &pc;
+    }
+    const ops::Problem* routed = nullptr;
+    for (const auto& f : framework_routed)
+      if (same_kind(f, p) && distance(p, f) < best_d) best_d = distance(p, f), routed = &f;
+    if (routed) {
+      notes->push_back(label + " (" + p.shape_str() + ") runs the fallback in both runs: the " +
+                       "pilot measured the framework faster at " + routed->shape_str());
+      continue;
     }
     if (!best) {
       notes->push_back(label + " (" + p.shape_str() +
@@ -107,11 +115,15 @@ void validate_model_spec(const ModelSpec& spec) {
 
 void add_model_hook(Backends& b) {
   b.model_run = [](const ModelSpec& spec, const ops::Operator& op,
-                   const std::vector<std::pair<ops::Problem, ops::Config>>& configs) {
+                   const std::vector<std::pair<ops::Problem, ops::Config>>& configs,
+                   const std::vector<ops::Problem>& framework_routed) {
     std::map<std::string, std::string> kv = model_settings(spec);
     const int runs = take_int(kv, "runs", 10), warmup = take_int(kv, "warmup", 2);
     models::LlamaConfig base;
-    if (!configs.empty()) base.dtype = configs.front().first.dtype;
+    if (!configs.empty())
+      base.dtype = configs.front().first.dtype;
+    else if (!framework_routed.empty())
+      base.dtype = framework_routed.front().dtype;
     models::ModelRunOptions o;
     o.config = models::parse_llama_config(kv, base);
     std::string why;
@@ -123,7 +135,7 @@ void add_model_hook(Backends& b) {
     for (const auto& lp : models::llama_problems(o.config))
       if (lp.second.op == op.name()) mine.push_back(lp);
     std::vector<std::string> notes;
-    auto pins = model_pins(mine, configs, &notes);
+    auto pins = model_pins(mine, configs, framework_routed, &notes);
     for (auto& [problem, config] : pins)
       o.pins[op.name()].push_back({problem, config});
     o.ops = {op.name()};

@@ -17,11 +17,12 @@ void validate_model_spec(const ModelSpec& spec);
 
 /// The config each model problem of the piloted operator runs with: the pilot's config for the
 /// same problem when the model's shape was piloted, else the config of the nearest piloted
-/// problem with the same dtype and options (closest sizes, on a log scale). `*notes` lists the
-/// problems that borrowed a config.
+/// problem with the same dtype and options (closest sizes, on a log scale). A model problem
+/// whose nearest piloted problem is in `framework_routed` is left out: it runs the fallback,
+/// as dispatch would run it. `*notes` lists the problems that borrowed a config or were left out.
 std::vector<std::pair<ops::Problem, ops::Config>>
 model_pins(const std::vector<std::pair<std::string, ops::Problem>>& model_problems,
            const std::vector<std::pair<ops::Problem, ops::Config>>& piloted,
-           std::vector<std::string>* notes);
+           const std::vector<ops::Problem>& framework_routed, std::vector<std::string>* notes);
 
 } // namespace tp::pilot

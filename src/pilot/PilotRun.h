@@ -67,9 +67,18 @@ struct PilotRun {
                       bool hook_present) const;
 };
 
+/// The timing each case is judged by: the warm timing, or the tuned config's once adopted.
+std::map<int, WarmTiming> best_timings(const PilotRun& r);
+
+/// Whether the kernel serves a timed case. With objective.route all it serves every one; with
+/// per_shape only those where its measured median is below the framework's (ties go to the
+/// framework: a kernel must be measurably faster to be pinned).
+bool routes_to_kernel(const PilotRun& r, const WarmTiming& t);
+
 /// Warm timings weighted by the representative shape distribution: per dtype and overall
 /// {weighted_ms, weighted_ref_ms, weighted_speedup}; null when a representative case has no
-/// timing (nothing is extrapolated).
+/// timing (nothing is extrapolated). With route per_shape a case counts at the time of what
+/// serves it (routes_to_kernel), and kernel_weighted_speedup gives the kernel-everywhere ratio.
 nlohmann::json weighted_summary(const PilotRun& r, const std::map<int, WarmTiming>& t);
 
 /// One case's warm timing as report JSON (with speedup and TFLOP/s derived from it).

@@ -36,13 +36,41 @@ std::optional<CompileOnlyResult> kernel_bytes(PilotRun& r, const std::string& ha
   return c;
 }
 
+/// A case's line in test_matrix.json: every tested case, whichever implementation serves it.
+void append_matrix_case(const PilotRun& r, const Case& c, const WarmTiming* w,
+                        nlohmann::json& cases) {
+  nlohmann::json m = {{"problem", release::problem_to_json(c.problem)},
+                      {"kind", c.representative() ? "representative" : "edge"},
+                      {"mask", c.mask},
+                      {"correctness", ops::to_json(r.checks[c.index])}};
+  if (w) m["warm"] = warm_json(r, c, *w);
+  if (auto f = r.fallback.find(c.index); f != r.fallback.end())
+    m["fallback"] = {{"name", f->second.name}, {"passed", f->second.passed}};
+  cases.push_back(m);
+}
+
 void write_release(PilotRun& r, nlohmann::json& d) {
   std::string dir = r.write_dir + "/release";
   std::map<std::string, std::string> files; // relative path -> bytes
   nlohmann::json pinned = {{"entries", nlohmann::json::array()}};
+  if (r.spec.route == "per_shape") pinned["framework_routed"] = nlohmann::json::array();
   nlohmann::json cases = nlohmann::json::array();
   std::vector<std::string> not_produced;
   for (const Case& c : r.cases) {
+    const WarmTiming* w = nullptr; // the tuned config's timing when it was adopted
+    if (auto t = r.tuned_warm.find(c.index); t != r.tuned_warm.end())
+      w = &t->second;
+    else if (auto u = r.warm.find(c.index); u != r.warm.end())
+      w = &u->second;
+    append_matrix_case(r, c, w, cases);
+    if (r.spec.route == "per_shape" && !(w && routes_to_kernel(r, *w))) {
+      // Tested, and measured slower than the framework: dispatch sends it there.
+      nlohmann::json f = {{"problem", release::problem_to_json(c.problem)},
+                          {"kind", c.representative() ? "representative" : "edge"}};
+      if (w) f["warm"] = warm_json(r, c, *w);
+      pinned["framework_routed"].push_back(f);
+      continue;
+    }
     ops::Config cfg = r.config_for(c);
     const ops::KernelProgram prog = ops::checked_program(*r.op, c.problem, cfg);
     nlohmann::json e = {{"problem", release::problem_to_json(c.problem)},
@@ -72,23 +100,8 @@ void write_release(PilotRun& r, nlohmann::json& d) {
         for (const char* key : {"source", "cubin", "resources", "kernel_bytes"})
           if (step.contains(key)) e[key] = step[key];
     }
-    const WarmTiming* w = nullptr; // the tuned config's timing when it was adopted
-    if (auto t = r.tuned_warm.find(c.index); t != r.tuned_warm.end())
-      w = &t->second;
-    else if (auto u = r.warm.find(c.index); u != r.warm.end())
-      w = &u->second;
     if (w) e["warm"] = warm_json(r, c, *w);
     pinned["entries"].push_back(e);
-
-    const ops::CheckResult& chk = r.checks[c.index];
-    nlohmann::json m = {{"problem", release::problem_to_json(c.problem)},
-                        {"kind", e["kind"]},
-                        {"mask", c.mask},
-                        {"correctness", ops::to_json(chk)}};
-    if (e.contains("warm")) m["warm"] = e["warm"];
-    if (auto f = r.fallback.find(c.index); f != r.fallback.end())
-      m["fallback"] = {{"name", f->second.name}, {"passed", f->second.passed}};
-    cases.push_back(m);
   }
   nlohmann::json dev = {{"cases", cases}};
   if (r.device) dev["device"] = rt::to_json(*r.device);
@@ -102,6 +115,7 @@ void write_release(PilotRun& r, nlohmann::json& d) {
        {"the device is not " + r.spec.device, "the dtype is not in the tested matrix",
         "the shape is not in the tested matrix", "a tested shape failed its test",
         "the release folder fails its hash check",
+        "the pilot measured the framework faster at this shape (objective.route: per_shape)",
         "the pinned kernel does not load (driver, cubin or arch mismatch)"}}};
   files["pinned.json"] = pinned.dump(2) + "\n";
   files["test_matrix.json"] =
@@ -128,6 +142,8 @@ void write_release(PilotRun& r, nlohmann::json& d) {
   d["kind"] = "release";
   d["dir"] = r.final_dir + "/release";
   d["pinned"] = pinned["entries"].size();
+  if (pinned.contains("framework_routed"))
+    d["framework_routed"] = pinned["framework_routed"].size();
   if (!not_produced.empty()) d["kernel_bytes_not_produced"] = not_produced;
 }
 

@@ -194,6 +194,12 @@ std::vector<Section> report_sections(const json& report) {
     ds.lines.push_back("- " + str(r));
   if (dec.contains("model_evidence"))
     ds.lines.push_back("Model evidence: " + str(dec["model_evidence"]));
+  if (dec.contains("routes")) { // objective.route per_shape: who serves each tested shape
+    ds.header = {"case", "served by", "ours ms", "framework ms", "speedup"};
+    for (const auto& c : dec["routes"])
+      ds.rows.push_back({str(c["label"]), str(c["route"]), num(c["ms_median"]),
+                         num(c["ref_ms_median"]), num(c["speedup"])});
+  }
   const json* rel = find_stage(report, "release");
   if (rel)
     ds.lines.push_back(

@@ -275,7 +275,7 @@ private:
     }
 
     YAML::Node obj = need("objective", "objective: {metric: weighted_latency, min_speedup: 1.1}");
-    r_.check_map(obj, {"metric", "min_speedup"}, "objective",
+    r_.check_map(obj, {"metric", "min_speedup", "route"}, "objective",
                  "objective: {metric: weighted_latency, min_speedup: 1.1}");
     YAML::Node metric = r_.require(obj, "metric", "objective", "metric: weighted_latency");
     s_.objective_metric = r_.string(metric, "objective.metric", "weighted_latency");
@@ -287,6 +287,13 @@ private:
     if (s_.min_speedup <= 0)
       r_.fail(sp, "objective.min_speedup must be positive, got " + sp.Scalar(),
               "it is the speedup over the reference the kernel must reach, e.g. 1.1");
+    if (YAML::Node route = obj["route"]; route.IsDefined()) {
+      s_.route = r_.string(route, "objective.route", "route: per_shape");
+      if (s_.route != "all" && s_.route != "per_shape")
+        r_.fail(route, "objective.route '" + s_.route + "' is not a routing",
+                "write route: all (the kernel serves every tested shape) or route: per_shape "
+                "(each shape goes to whichever the pilot measured faster)");
+    }
 
     YAML::Node mem = need("memory_limit_mb", "memory_limit_mb: 512");
     s_.memory_limit_mb = r_.number(mem, "memory_limit_mb", "memory_limit_mb: 512");

@@ -40,6 +40,9 @@ struct PilotSpec {
   double atol = 0, rtol = 0;
   std::string objective_metric = "weighted_latency";
   double min_speedup = 1.0;
+  /// objective.route: "all" (the kernel serves every tested shape) or "per_shape" (each tested
+  /// shape is served by whichever the pilot measured faster, the kernel or the framework).
+  std::string route = "all";
   double memory_limit_mb = 0;
   bool has_model = false;
   ModelSpec model;

@@ -49,7 +49,8 @@ nlohmann::json to_json(const PilotSpec& s) {
   j["shapes"]["edge"] = shapes(s.edge, false);
   j["reference"] = s.reference;
   j["tolerance"] = {{"atol", s.atol}, {"rtol", s.rtol}};
-  j["objective"] = {{"metric", s.objective_metric}, {"min_speedup", s.min_speedup}};
+  j["objective"] = {
+      {"metric", s.objective_metric}, {"min_speedup", s.min_speedup}, {"route", s.route}};
   j["memory_limit_mb"] = s.memory_limit_mb;
   if (s.has_model) j["model"] = {{"path", s.model.path}, {"config", s.model.config}};
   j["metrics"] = s.metrics;

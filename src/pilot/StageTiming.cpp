@@ -41,28 +41,44 @@ nlohmann::json warm_json(const PilotRun& r, const Case& c, const WarmTiming& t) 
   return j;
 }
 
+std::map<int, WarmTiming> best_timings(const PilotRun& r) {
+  std::map<int, WarmTiming> best = r.warm;
+  for (const auto& [i, w] : r.tuned_warm)
+    best[i] = w;
+  return best;
+}
+
+bool routes_to_kernel(const PilotRun& r, const WarmTiming& t) {
+  return r.spec.route != "per_shape" || (t.ms_median > 0 && t.ms_median < t.ref_ms_median);
+}
+
 nlohmann::json weighted_summary(const PilotRun& r, const std::map<int, WarmTiming>& t) {
   nlohmann::json out;
-  double all_ms = 0, all_ref = 0;
+  double all_ms = 0, all_ref = 0, all_kernel = 0;
   for (DType dt : r.spec.dtypes) {
-    double ms = 0, ref = 0;
+    double ms = 0, ref = 0, kernel = 0;
     for (const Case& c : r.cases) {
       if (!c.representative() || c.problem.dtype != dt) continue;
       auto it = t.find(c.index);
       if (it == t.end() || it->second.ms_median <= 0) return nullptr;
-      ms += c.weight() * it->second.ms_median;
-      ref += c.weight() * it->second.ref_ms_median;
+      const WarmTiming& w = it->second;
+      ms += c.weight() * (routes_to_kernel(r, w) ? w.ms_median : w.ref_ms_median);
+      ref += c.weight() * w.ref_ms_median;
+      kernel += c.weight() * w.ms_median;
     }
     out["per_dtype"][dtype_name(dt)] = {
         {"weighted_ms", ms}, {"weighted_ref_ms", ref}, {"weighted_speedup", ref / ms}};
     all_ms += ms;
     all_ref += ref;
+    all_kernel += kernel;
   }
   // Every dtype counts equally: the spec's weights are over shapes, not dtypes.
   out["weighted_ms"] = all_ms / static_cast<double>(r.spec.dtypes.size());
   out["weighted_ref_ms"] = all_ref / static_cast<double>(r.spec.dtypes.size());
   out["weighted_speedup"] = all_ref / all_ms;
   out["min_speedup"] = r.spec.min_speedup;
+  out["route"] = r.spec.route;
+  if (r.spec.route == "per_shape") out["kernel_weighted_speedup"] = all_ref / all_kernel;
   return out;
 }
 
@@ -107,13 +123,22 @@ void stage_memory(PilotRun& r) {
 void stage_model(PilotRun& r) {
   const Backends& b = r.opt.backends;
   gated_stage(r, "model", "model_run", bool(b.model_run), [&](nlohmann::json& d) {
+    // Routed as the warm stage measured (the model runs before autotuning).
     std::vector<std::pair<ops::Problem, ops::Config>> configs;
-    for (const Case& c : r.cases)
-      if (c.representative()) configs.emplace_back(c.problem, r.config_for(c));
-    ModelResult m = b.model_run(r.spec.model, *r.op, configs);
+    std::vector<ops::Problem> framework;
+    for (const Case& c : r.cases) {
+      if (!c.representative()) continue;
+      auto w = r.warm.find(c.index);
+      if (w != r.warm.end() && !routes_to_kernel(r, w->second))
+        framework.push_back(c.problem);
+      else
+        configs.emplace_back(c.problem, r.config_for(c));
+    }
+    ModelResult m = b.model_run(r.spec.model, *r.op, configs, framework);
     r.model = m;
     d["model"] = m.model.empty() ? r.spec.model.path : m.model;
     d["model_config"] = r.spec.model.config;
+    if (!framework.empty()) d["framework_routed"] = framework.size();
     d["baseline_ms"] = m.baseline_ms;
     d["kernel_ms"] = m.kernel_ms;
     d["change_pct"] = m.change_pct;

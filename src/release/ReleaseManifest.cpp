@@ -2,6 +2,7 @@
 #include "release/ReleaseManifest.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 
@@ -155,9 +156,23 @@ const PinnedEntry* Release::find(const std::string& arch, const ops::Problem& p,
     return say(std::string("dtype ") + dtype_name(p.dtype) + " is not in the tested matrix");
   if (!tested) return say("shape " + p.shape_str() + " is not in the tested matrix");
   if (!tested->passed) return say("shape " + p.shape_str() + " failed its test");
+  if (const FrameworkRouted* f = routed_to_framework(p)) return say(framework_faster_text(*f));
   for (const auto& e : pinned)
     if (same_problem(e.problem, p)) return &e;
   return say("no pinned kernel for shape " + p.shape_str());
+}
+
+const FrameworkRouted* Release::routed_to_framework(const ops::Problem& p) const {
+  for (const auto& f : framework_routed)
+    if (same_problem(f.problem, p)) return &f;
+  return nullptr;
+}
+
+std::string Release::framework_faster_text(const FrameworkRouted& f) const {
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.3f", f.kernel_speedup);
+  return "the pilot measured " + fallback + " faster at shape " + f.problem.shape_str() +
+         " (the kernel ran at " + ratio + "x)";
 }
 
 Release load_release(const std::string& dir) {
@@ -182,6 +197,12 @@ Release load_release(const std::string& dir) {
       p.source_file = e.value("source", "");
       p.cubin_file = e.value("cubin", "");
       r.pinned.push_back(p);
+    }
+    for (const auto& e : pinned.value("framework_routed", nlohmann::json::array())) {
+      FrameworkRouted f;
+      f.problem = problem_from_json(e.at("problem"), dir + "/pinned.json");
+      if (e.contains("warm")) f.kernel_speedup = e["warm"].value("speedup", 0.0);
+      r.framework_routed.push_back(f);
     }
     nlohmann::json matrix = read_json(dir + "/test_matrix.json");
     for (const auto& [arch, dev] : matrix.at("devices").items())

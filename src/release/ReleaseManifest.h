@@ -1,6 +1,8 @@
 // A release folder as runtime dispatch reads it back (written by the pilot, Release.cpp):
 //   manifest.json     format, versions, spec, environment, xxh64 of every other file
-//   pinned.json       one pinned kernel per tested shape bucket: problem, config, source, cubin
+//   pinned.json       one pinned kernel per tested shape bucket: problem, config, source, cubin;
+//                     with objective.route per_shape, "framework_routed" lists the tested
+//                     buckets the pilot measured the framework faster at (no kernel pinned)
 //   test_matrix.json  per device: every tested (shape, dtype) with its results
 //   fallback.json     the fallback operator and the reasons dispatch falls back
 //   kernels/          generated CUDA source and cubin of each pinned entry
@@ -34,6 +36,12 @@ struct PinnedEntry {
   std::string source_file, cubin_file; // paths inside the release folder; "" when not produced
 };
 
+/// A tested bucket served by the framework: the pilot measured it faster there.
+struct FrameworkRouted {
+  ops::Problem problem;
+  double kernel_speedup = 0; // framework time / kernel time, as measured (< 1)
+};
+
 struct MatrixEntry {
   std::string device; // arch, e.g. sm_90a
   ops::Problem problem;
@@ -45,14 +53,20 @@ struct Release {
   std::string dir, op, device;
   nlohmann::json manifest;
   std::vector<PinnedEntry> pinned;
+  std::vector<FrameworkRouted> framework_routed;
   std::vector<MatrixEntry> matrix;
   std::string fallback; // the fallback operator, e.g. "cuBLASLt"
   std::vector<std::string> fallback_reasons;
 
   /// The pinned entry for a problem on a device arch, or nullptr with the reason dispatch
-  /// falls back (wrong device, dtype or shape outside the tested matrix, test failed).
+  /// falls back (wrong device, dtype or shape outside the tested matrix, test failed, the
+  /// framework measured faster).
   const PinnedEntry* find(const std::string& arch, const ops::Problem& p,
                           std::string* why_not) const;
+  /// The framework-routed entry for exactly this problem, or nullptr.
+  const FrameworkRouted* routed_to_framework(const ops::Problem& p) const;
+  /// "the pilot measured cuBLASLt faster at shape ... (kernel 0.62x)".
+  std::string framework_faster_text(const FrameworkRouted& f) const;
 };
 
 /// Reads a release folder and checks it against its manifest: the manifest lists exactly the

@@ -17,6 +17,7 @@ struct ReleaseCase {
   ops::Config config;
   bool passed = true;
   bool pinned = true; // an entry in pinned.json
+  double framework_faster = 0; // > 0: listed in framework_routed, the kernel at this speedup
 };
 
 inline ops::Problem problem(const std::string& op, const std::string& shape,
@@ -42,6 +43,9 @@ inline std::string write_release(const std::string& dir, const std::string& op,
     if (c.pinned)
       pinned["entries"].push_back(
           {{"problem", release::problem_to_json(c.problem)}, {"config", c.config}});
+    if (c.framework_faster > 0)
+      pinned["framework_routed"].push_back({{"problem", release::problem_to_json(c.problem)},
+                                            {"warm", {{"speedup", c.framework_faster}}}});
     tested.push_back({{"problem", release::problem_to_json(c.problem)},
                       {"correctness", {{"passed", c.passed}, {"max_abs_err", 0.0}}}});
   }

@@ -153,6 +153,22 @@ TEST_F(DispatchHost, TestedButNotPinnedCountsAsOutsideTheMatrix) {
   EXPECT_NE(log.at(0).find("no pinned kernel"), std::string::npos) << log[0];
 }
 
+TEST_F(DispatchHost, AShapeThePilotMeasuredFasterOnTheFrameworkRunsTheFramework) {
+  test::ReleaseCase slow{in_matrix, kCpuGemm, true, /*pinned=*/false, /*framework_faster=*/0.62};
+  test::ReleaseCase fast{other_shape, kCpuGemm};
+  Dispatcher d(with_release(gemm_release("routed", {slow, fast})));
+  EXPECT_TRUE(same_bits(run(d, in_matrix), reference(in_matrix)));
+  EXPECT_TRUE(same_bits(run(d, other_shape), interpreted(other_shape, kCpuGemm)));
+  EXPECT_EQ(d.counters("gemm").count(FallbackReason::framework_faster), 1);
+  EXPECT_EQ(d.counters("gemm").pinned, 1);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log.at(0).find("framework_faster"), std::string::npos) << log[0];
+  EXPECT_NE(log.at(0).find("the pilot measured vendor faster at shape " + in_matrix.shape_str() +
+                           " (the kernel ran at 0.620x)"),
+            std::string::npos)
+      << log[0];
+}
+
 TEST_F(DispatchHost, AConfigThatDoesNotBuildFallsBackOnceAndIsNotRetried) {
   Config bad = kCpuGemm;
   bad["bm"] = 24; // not a multiple of 16: the operator refuses to build it

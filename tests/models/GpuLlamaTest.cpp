@@ -209,7 +209,7 @@ TEST(GpuLlama, ModelHookMeasuresThePilotedOperator) {
   for (const auto& [label, p] : llama_problems(parse_llama_config({{"tokens", "512"}})))
     if (p.op == "gemm" && label != "gemm.lm_head")
       configs.emplace_back(p, op.default_config(p, "sm_90a"));
-  pilot::ModelResult m = b.model_run(spec, op, configs);
+  pilot::ModelResult m = b.model_run(spec, op, configs, {});
   std::cout << m.model << ": kernel " << m.kernel_ms << " ms, baseline " << m.baseline_ms
             << " ms, change " << m.change_pct << "% [" << m.ci_low_pct << ", " << m.ci_high_pct
             << "], share " << m.op_time_share << ", predicted " << m.predicted_change_pct << "%\n";
@@ -262,7 +262,7 @@ TEST(GpuLlama, ModelHookMeasuresRmsNormInTheDecodePath) {
   LlamaConfig c = parse_llama_config({{"mode", "decode"}, {"batch", "32"}, {"kv_len", "4096"}});
   for (const auto& [label, p] : llama_problems(c))
     if (p.op == "rmsnorm") configs.emplace_back(p, op.default_config(p, "sm_90a"));
-  pilot::ModelResult m = b.model_run(spec, op, configs);
+  pilot::ModelResult m = b.model_run(spec, op, configs, {});
   std::cout << m.model << ": kernel " << m.kernel_ms << " ms, baseline " << m.baseline_ms
             << " ms, share " << m.op_time_share << "\n";
   EXPECT_NE(m.model.find("llama-decode"), std::string::npos) << m.model;

@@ -34,7 +34,7 @@ TEST(ModelHook, ExactShapesKeepTheirConfigOthersBorrowTheNearest) {
       {gemm("M=4096,N=4096,K=14336,layout=nt"), cfg(256)},
       {gemm("M=77,N=45,K=133,layout=nn"), cfg(16)}}; // another layout: never borrowed
   std::vector<std::string> notes;
-  auto pins = model_pins(mine, piloted, &notes);
+  auto pins = model_pins(mine, piloted, {}, &notes);
   ASSERT_EQ(pins.size(), 5u);
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(pins[i].second, piloted[i].second) << i;
@@ -44,11 +44,27 @@ TEST(ModelHook, ExactShapesKeepTheirConfigOthersBorrowTheNearest) {
   EXPECT_NE(notes[0].find("gemm.lm_head"), std::string::npos) << notes[0];
 }
 
+TEST(ModelHook, AProblemNearestAFrameworkRoutedShapeRunsTheFallback) {
+  std::vector<std::pair<std::string, ops::Problem>> mine = {
+      {"gemm.decode", gemm("M=2,N=4096,K=4096,layout=nt")},
+      {"gemm.prefill", gemm("M=3000,N=4096,K=4096,layout=nt")}};
+  std::vector<std::string> notes;
+  auto pins = model_pins(mine, {{gemm("M=1,N=4096,K=4096,layout=nt"), cfg(64)}},
+                         {gemm("M=4096,N=4096,K=4096,layout=nt")}, &notes);
+  ASSERT_EQ(pins.size(), 1u);
+  EXPECT_EQ(pins[0].first.at("M"), 2);
+  EXPECT_EQ(pins[0].second, cfg(64));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("gemm.prefill"), std::string::npos) << notes[1];
+  EXPECT_NE(notes[1].find("measured the framework faster at K=4096,M=4096"), std::string::npos)
+      << notes[1];
+}
+
 TEST(ModelHook, AProblemWithoutAPilotedKindIsLeftOnTheFallback) {
   std::vector<std::pair<std::string, ops::Problem>> mine = {
       {"gemm.qkv", gemm("M=64,N=64,K=64,layout=nt")}};
   std::vector<std::string> notes;
-  auto pins = model_pins(mine, {{gemm("M=64,N=64,K=64,layout=nn"), cfg(64)}}, &notes);
+  auto pins = model_pins(mine, {{gemm("M=64,N=64,K=64,layout=nn"), cfg(64)}}, {}, &notes);
   EXPECT_TRUE(pins.empty());
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("fallback"), std::string::npos);
@@ -60,9 +76,9 @@ TEST(ModelHook, IsRegisteredAndRejectsUnknownModelsAndSettings) {
   ASSERT_TRUE(bool(b.model_run));
   const ops::Operator& op = ops::find_operator("gemm");
   ModelSpec spec{"gpt-prefill", {}};
-  EXPECT_THROW(b.model_run(spec, op, {}), UserError);
+  EXPECT_THROW(b.model_run(spec, op, {}, {}), UserError);
   spec = {"llama-prefill", {{"layer", "2"}}};
-  EXPECT_THROW(b.model_run(spec, op, {}), UserError);
+  EXPECT_THROW(b.model_run(spec, op, {}, {}), UserError);
 }
 
 TEST(ModelHook, WithoutAGpuTheStageIsSkippedWithTheReason) {
@@ -72,7 +88,7 @@ TEST(ModelHook, WithoutAGpuTheStageIsSkippedWithTheReason) {
   add_model_hook(b);
   ModelSpec spec{"llama-prefill", {{"layers", "2"}, {"tokens", "4096"}}};
   try {
-    b.model_run(spec, ops::find_operator("attention"), {});
+    b.model_run(spec, ops::find_operator("attention"), {}, {});
     FAIL() << "expected StageSkipped";
   } catch (const StageSkipped& e) {
     EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();
@@ -98,7 +114,7 @@ TEST(ModelHook, TheRmsNormPilotSpecRunsItsModelStageOnTheDecodePath) {
   Backends b;
   add_model_hook(b);
   try {
-    b.model_run(s.model, ops::find_operator("rmsnorm"), {});
+    b.model_run(s.model, ops::find_operator("rmsnorm"), {}, {});
     FAIL() << "expected StageSkipped";
   } catch (const StageSkipped& e) {
     EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();

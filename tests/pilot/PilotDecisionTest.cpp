@@ -80,6 +80,64 @@ TEST(PilotDecision, FastKernelIsReleasedAndTheReleaseReadsBack) {
   }
 }
 
+/// The small gemm spec with objective.route per_shape.
+std::string per_shape_spec() {
+  std::string s = small_gemm_spec();
+  const std::string obj = "min_speedup: 1.1}";
+  return s.replace(s.find(obj), obj.size(), "min_speedup: 1.1, route: per_shape}");
+}
+
+TEST(PilotDecision, PerShapeRouteReleasesTheShapesTheKernelWinsAndRoutesTheRest) {
+  std::string dir = scratch_dir();
+  FakeGpu gpu;
+  gpu.speed_for = [](const ops::Problem& p) { return p.at("M") == 64 ? 0.5 : 1.25; };
+  PilotOptions o;
+  o.out_dir = dir;
+  o.backends = gpu.backends();
+  o.progress = ProgressMode::off;
+  PilotResult r = run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+  ASSERT_EQ(r.decision, kRelease) << r.report["decision"].dump(2);
+  const nlohmann::json& obj = r.report["decision"]["objective"];
+  // rep0 (weight 0.75) at 2x, rep1 served by the framework: 1 / (0.75 / 2 + 0.25) = 1.6.
+  EXPECT_NEAR(obj["weighted_speedup"].get<double>(), 1.6, 1e-3) << obj;
+  EXPECT_NEAR(obj["kernel_weighted_speedup"].get<double>(), 1 / (0.375 + 0.3125), 1e-3) << obj;
+  const nlohmann::json& routes = r.report["decision"]["routes"];
+  ASSERT_EQ(routes.size(), 3u);
+  EXPECT_EQ(routes[0]["route"], "kernel");
+  EXPECT_EQ(routes[1]["route"], "framework");
+  EXPECT_EQ(routes[2]["route"], "framework");
+
+  release::Release rel = release::load_release(dir + "/release");
+  EXPECT_EQ(rel.pinned.size(), 1u);
+  EXPECT_EQ(rel.matrix.size(), 3u); // every case was tested, whichever serves it
+  ASSERT_EQ(rel.framework_routed.size(), 2u);
+  EXPECT_NEAR(rel.framework_routed[0].kernel_speedup, 0.8, 1e-9);
+  std::string why;
+  EXPECT_NE(rel.find("sm_90a", gemm(64, 64, 64), &why), nullptr) << why;
+  EXPECT_EQ(rel.find("sm_90a", gemm(96, 64, 32), &why), nullptr);
+  EXPECT_EQ(why, "the pilot measured FakeBLAS faster at shape K=32,M=96,N=64,layout=nn (the "
+                 "kernel ran at 0.800x)");
+  std::string md = release::read_text(dir + "/report.md");
+  EXPECT_NE(md.find("served by"), std::string::npos);
+}
+
+TEST(PilotDecision, PerShapeRouteWithTheFrameworkFasterEverywhereKeepsIt) {
+  std::string dir = scratch_dir();
+  PilotOptions o;
+  o.out_dir = dir;
+  o.backends = FakeGpu{1.25, 100}.backends();
+  o.progress = ProgressMode::off;
+  PilotResult r = run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+  ASSERT_EQ(r.decision, kKeepFramework);
+  // The routed mix is the framework itself: 1.0, which misses 1.1; and nothing routes to us.
+  EXPECT_NEAR(r.report["decision"]["objective"]["weighted_speedup"].get<double>(), 1.0, 1e-9);
+  const nlohmann::json& reasons = r.report["decision"]["reasons"];
+  ASSERT_EQ(reasons.size(), 2u) << reasons;
+  EXPECT_NE(reasons[0].get<std::string>().find("FakeBLAS) is faster at every timed shape (3)"),
+            std::string::npos)
+      << reasons;
+}
+
 TEST(PilotDecision, SlowKernelKeepsTheFrameworkOperatorWithTheNumbers) {
   std::string dir = scratch_dir();
   PilotResult r = run_with(FakeGpu{1.25, 100}, dir);

@@ -53,6 +53,8 @@ seed: 7
 struct FakeGpu {
   double speed = 0.5;
   double peak_mb = 100;
+  /// When set, our relative time per problem (overrides `speed`).
+  std::function<double(const ops::Problem&)> speed_for;
 
   Backends backends() const {
     Backends b;
@@ -84,8 +86,11 @@ struct FakeGpu {
                           const std::string&) {
       return CompileTiming{{{"build", 1}, {"passes", 2}, {"codegen", 3}, {"nvrtc", 300}}, 306, 0.5};
     };
-    double s = speed;
-    b.warm_timing = [s](const ops::Operator& op, const ops::Problem& p, const ops::Config&) {
+    double speed_all = speed;
+    auto speed_of = speed_for;
+    b.warm_timing = [speed_all, speed_of](const ops::Operator& op, const ops::Problem& p,
+                                          const ops::Config&) {
+      double s = speed_of ? speed_of(p) : speed_all;
       double ref = op.flops(p) / 5e14 * 1e3 + 0.01; // a made-up 500 TFLOP/s reference
       return WarmTiming{ref * s, ref * s * 0.02, "FakeBLAS", ref, ref * 0.02, 50};
     };

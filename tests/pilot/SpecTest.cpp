@@ -195,6 +195,19 @@ TEST(PilotSpec, NonPositiveMinSpeedup) {
                "objective.min_speedup must be positive, got 0", "e.g. 1.1");
 }
 
+TEST(PilotSpec, RouteIsAllUnlessPerShapeIsAsked) {
+  EXPECT_EQ(parse_spec(kGood, "t.yaml").route, "all");
+  PilotSpec s =
+      parse_spec(with("objective",
+                      "objective: {metric: weighted_latency, min_speedup: 1.1, route: per_shape}"),
+                 "t.yaml");
+  EXPECT_EQ(s.route, "per_shape");
+  EXPECT_EQ(to_json(s)["objective"]["route"], "per_shape");
+  expect_error(
+      with("objective", "objective: {metric: weighted_latency, min_speedup: 1.1, route: best}"), 12,
+      64, "objective.route 'best' is not a routing", "route: per_shape");
+}
+
 TEST(PilotSpec, NegativeTolerance) {
   expect_error(with("tolerance", "tolerance: {atol: -1e-2, rtol: 2e-2}"), 11, 19,
                "tolerance.atol is negative", "2e-2 for bf16");
