@@ -3,7 +3,8 @@
 //                            passed, the weighted speedup meets min_speedup, memory is within
 //                            the limit, and (fallback: required) the fallback passed its test;
 //                            with objective.route per_shape the speedup is that of the routed
-//                            mix, and at least one shape must route to the kernel;
+//                            mix, and at least one representative shape must route to the
+//                            kernel;
 //   keep framework operator  something was measured and says no (a wrong result, the objective
 //                            missed, memory over the limit, a failed fallback);
 //   undecided                otherwise: a stage the decision needs did not run (e.g. no GPU).
@@ -37,12 +38,12 @@ std::string failure_detail(const StageRecord& s) {
 }
 
 /// objective.route per_shape: which implementation serves each timed case, recorded as
-/// d.routes; no shape for the kernel is a "no", like a missed objective.
+/// d.routes; no representative shape for the kernel is a "no", like a missed objective.
 void route_cases(const PilotRun& r, const std::map<int, WarmTiming>& best, nlohmann::json& d,
                  std::vector<std::string>& no, std::vector<std::string>& yes) {
   d["routes"] = nlohmann::json::array();
   std::string kernel_labels;
-  int kernel = 0;
+  int kernel = 0, representative = 0;
   for (const Case& c : r.cases) {
     auto it = best.find(c.index);
     if (it == best.end()) continue;
@@ -55,11 +56,19 @@ void route_cases(const PilotRun& r, const std::map<int, WarmTiming>& best, nlohm
                            {"ref_ms_median", w.ref_ms_median},
                            {"speedup", w.ms_median > 0 ? w.ref_ms_median / w.ms_median : 0.0}});
     if (k) kernel_labels += (kernel++ ? ", " : "") + c.label;
+    if (k && c.representative()) ++representative;
   }
   const int all = static_cast<int>(d["routes"].size());
   if (kernel == 0)
     no.push_back("route per_shape: the framework operator (" + best.begin()->second.ref_name +
                  ") is faster at every timed shape (" + std::to_string(all) + "); nothing to pin");
+  else if (representative == 0) // edge shapes carry no weight: the routed mix is the framework
+    no.push_back("route per_shape: the kernel is faster only at edge shapes (" + kernel_labels +
+                 "), which carry no weight; at every representative shape the framework "
+                 "operator (" +
+                 best.begin()->second.ref_name +
+                 ") is faster, so the routed "
+                 "mix would change nothing the objective weighs");
   else
     yes.push_back("route per_shape: the kernel serves " + std::to_string(kernel) + " of " +
                   std::to_string(all) + " timed shapes (" + kernel_labels +

@@ -138,6 +138,23 @@ TEST(PilotDecision, PerShapeRouteWithTheFrameworkFasterEverywhereKeepsIt) {
       << reasons;
 }
 
+TEST(PilotDecision, PerShapeRouteWithTheKernelFasterOnlyAtEdgeShapesKeepsTheFramework) {
+  std::string dir = scratch_dir();
+  FakeGpu gpu;
+  gpu.speed_for = [](const ops::Problem& p) { return p.at("M") == 7 ? 0.5 : 1.25; };
+  PilotOptions o;
+  o.out_dir = dir;
+  o.backends = gpu.backends();
+  o.progress = ProgressMode::off;
+  PilotResult r = run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+  ASSERT_EQ(r.decision, kKeepFramework);
+  const nlohmann::json& reasons = r.report["decision"]["reasons"];
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].get<std::string>().find("faster only at edge shapes (edge bf16 K=133"),
+            std::string::npos)
+      << reasons;
+}
+
 TEST(PilotDecision, SlowKernelKeepsTheFrameworkOperatorWithTheNumbers) {
   std::string dir = scratch_dir();
   PilotResult r = run_with(FakeGpu{1.25, 100}, dir);
