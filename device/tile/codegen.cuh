@@ -247,31 +247,6 @@ template <int W>
 TP_DEVICE uint32_t word_at(const uint32_t (&w)[W], int k, unsigned q) {
   return q == 0 ? w[k] : q == 1 ? w[k + 1] : q == 2 ? w[k + 2] : w[k + 3];
 }
-/// B bytes (a multiple of 16) from a global address g that is not 16-byte aligned, as the
-/// B / 16 + 1 aligned 16-byte blocks that hold them, shifted into place: two vector loads for a
-/// 16-byte run where load_bytes would take up to five narrower ones (a row of odd length puts
-/// every other row 2 bytes off). The blocks reach up to 16 - o bytes before g and after the run
-/// (o = g mod 16). Before g is always safe: that block holds g, and allocations are 16-byte
-/// aligned. After the run the caller must guarantee it (the codegen passes a bounds check that
-/// the next 16 bytes belong to the tensor); a block holding a byte of the tensor never crosses
-/// a page, but a sanitizer counts every byte past the allocation's end.
-template <int B>
-TP_DEVICE void load_bytes_realigned(void* t, const void* g) {
-  static_assert(B % 16 == 0, "realigned loads move whole 16-byte blocks");
-  const unsigned long long a = reinterpret_cast<unsigned long long>(g);
-  const Vec16* blocks = reinterpret_cast<const Vec16*>(a & ~15ull);
-  const unsigned o = static_cast<unsigned>(a & 15ull);
-  uint32_t w[B / 4 + 4];
-  for (int k = 0; k < B / 16 + 1; ++k) {
-    const Vec16 v = blocks[k];
-    for (int i = 0; i < 4; ++i)
-      w[4 * k + i] = v.w[i];
-  }
-  const unsigned q = o >> 2, shift = (o & 3u) * 8u;
-  uint32_t* out = reinterpret_cast<uint32_t*>(t);
-  for (int k = 0; k < B / 4; ++k)
-    out[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), shift);
-}
 /// Registers of the loaded type take the bytes as they are: a round trip through f32 would be
 /// the load's first use, and a warp stalls at a use until its load returns.
 template <int N, typename D, typename S>
@@ -283,30 +258,84 @@ TP_DEVICE void take_loaded(D* regs, const S* t) {
       regs[i] = as<D>(f(t[i]));
   }
 }
-/// N adjacent elements of a global row into N registers, converted to the registers' type. The
-/// caller guarantees the N elements are inside the tensor; the access width follows the address.
-/// `slack`: the 16 bytes after them are inside the tensor too, so an unaligned run may be read
-/// as whole aligned blocks (load_bytes_realigned).
+/// A fragment row load in two phases, so that all of a thread's loads of a copy are in flight
+/// before any of them is used. ld_issue loads the bytes of N elements as they lie into `raw`;
+/// ld_take moves them into registers, shifting an unaligned run into place and converting the
+/// type. One combined call used each run's data (the shift, or the conversion to f32) right
+/// after its load, so each run waited for the previous one's round trip to memory.
+/// `raw` holds kRawWords<B> words (B = N * sizeof(S)): B / 4 + 4 words of data (an unaligned
+/// 16-byte run spans B / 16 + 1 aligned blocks) and the run's offset in the first block (0: the
+/// data lies in place). The codegen allocates it with the same formula (LowerCopy.cpp).
+template <int B>
+inline constexpr int kRawWords = B / 4 + 5;
+/// Phase one: the loads. `slack`: the 16 bytes after the run are inside the tensor (ld_vec).
+template <int N, typename S>
+TP_DEVICE void ld_issue(int* raw, const S* g, bool slack) {
+  constexpr int B = N * static_cast<int>(sizeof(S));
+  uint32_t* w = reinterpret_cast<uint32_t*>(raw);
+  if constexpr (B % 16 == 0) {
+    const unsigned long long a = reinterpret_cast<unsigned long long>(g);
+    const unsigned o = static_cast<unsigned>(a & 15ull);
+    if (o == 0 || slack) {
+      const Vec16* blocks = reinterpret_cast<const Vec16*>(a & ~15ull);
+      for (int k = 0; k < B / 16; ++k) {
+        const Vec16 v = blocks[k];
+        for (int i = 0; i < 4; ++i)
+          w[4 * k + i] = v.w[i];
+      }
+      if (o != 0) { // the block that holds the run's tail
+        const Vec16 v = blocks[B / 16];
+        for (int i = 0; i < 4; ++i)
+          w[B / 4 + i] = v.w[i];
+      }
+      raw[kRawWords<B> - 1] = static_cast<int>(o);
+      return;
+    }
+  }
+  alignas(16) unsigned char t[B];
+  load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
+  for (int i = 0; i < B; ++i)
+    reinterpret_cast<unsigned char*>(raw)[i] = t[i];
+  raw[kRawWords<B> - 1] = 0;
+}
+/// Phase two: N registers from what ld_issue loaded (`g`, the same address, gives the type).
 template <int N, typename D, typename S>
-TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
+TP_DEVICE void ld_take(D* regs, const int* raw, const S*) {
   constexpr int B = N * static_cast<int>(sizeof(S));
   alignas(16) S t[N];
-  // Aligned first: `slack` is a bounds check, worth evaluating only for a row that needs it.
-  // The 16-byte loop is load_bytes' own first branch written out on purpose: leaving the
-  // aligned run to load_bytes measured the rmsnorm operator 11 % slower (H200, 2026-12-02 t3).
+  const unsigned o = static_cast<unsigned>(raw[kRawWords<B> - 1]);
   if constexpr (B % 16 == 0) {
-    if (aligned_to(g, 16)) {
-      for (int k = 0; k < B / 16; ++k)
-        reinterpret_cast<Vec16*>(t)[k] = reinterpret_cast<const Vec16*>(g)[k];
-    } else if (slack) {
-      load_bytes_realigned<B>(t, g);
+    uint32_t w[B / 4 + 4];
+    for (int k = 0; k < B / 4 + 4; ++k)
+      w[k] = static_cast<uint32_t>(raw[k]);
+    uint32_t* out = reinterpret_cast<uint32_t*>(t);
+    if (o == 0) {
+      for (int k = 0; k < B / 4; ++k)
+        out[k] = w[k];
     } else {
-      load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
+      const unsigned q = o >> 2, shift = (o & 3u) * 8u;
+      for (int k = 0; k < B / 4; ++k)
+        out[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), shift);
     }
   } else {
-    load_bytes<B, static_cast<int>(sizeof(S))>(t, g);
+    for (int i = 0; i < B; ++i)
+      reinterpret_cast<unsigned char*>(t)[i] = reinterpret_cast<const unsigned char*>(raw)[i];
   }
   take_loaded<N>(regs, t);
+}
+/// N adjacent elements of a global row into N registers, converted to the registers' type: the
+/// two phases back to back. The caller guarantees the N elements are inside the tensor; the
+/// access width follows the address. `slack`: the 16 bytes after them are inside the tensor
+/// too, so an unaligned run may be read as the whole aligned 16-byte blocks that hold it (two
+/// vector loads for a 16-byte run where load_bytes would take up to five narrower ones). The
+/// blocks reach up to 16 - o bytes before g and after the run (o = g mod 16): before g is always
+/// safe (that block holds g, and allocations are 16-byte aligned); a block holding a byte of the
+/// tensor never crosses a page, but a sanitizer counts every byte past the allocation's end.
+template <int N, typename D, typename S>
+TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
+  int raw[kRawWords<N * static_cast<int>(sizeof(S))>];
+  ld_issue<N>(raw, g, slack);
+  ld_take<N>(regs, raw, g);
 }
 /// N registers into N adjacent elements of a global row, rounded to the tensor's type.
 template <int N, typename D, typename S>

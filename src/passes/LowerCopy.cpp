@@ -96,33 +96,55 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
 /// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
 /// or elements by the address at run time) when the whole run is inside the tensor and its row
 /// is contiguous; element by element, with the bounds guards, otherwise.
+/// Loads issue in one loop over the runs and are taken into registers in a second
+/// (tp::cg::ld_issue, ld_take): a run's data is used only after every run's load is in flight.
 ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int vec) {
   const ir::Region &src = op->src, &dst = op->dst;
   bool load = src.buffer->scope == Scope::global;
   const ir::Region& g = load ? src : dst;
   const ir::Buffer& frag = load ? dst.buffer : src.buffer;
   const FragmentLayout& l = cx.layouts.fragment(frag);
-  Var q("q"), e("e");
-  Expr r0 = q * vec;
-  std::vector<Expr> c0 = squeezed(frag, coords(cx, l, r0));
-  std::vector<Expr> idx = place(cx, g, c0);
-  std::vector<Expr> idx_end = idx;
-  idx_end.back() = idx_end.back() + (vec - 1);
-  Expr full = cx.global_in_bounds(g.buffer, idx) && cx.global_in_bounds(g.buffer, idx_end);
-  if (!g.buffer->strides.empty()) full = full && cx.inner_contiguous(g.buffer);
-  Expr gptr = call_expr("tp.ptr", {cx.global_index(g.buffer, idx)}, DType::i32, {g.buffer});
-  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
-  std::string n = std::to_string(vec);
-  ir::Stmt fast = load ? call("tp::cg::ld_vec<" + n + ">", {rptr, gptr, read_slack(cx, g, idx_end)})
-                       : call("tp::cg::st_vec<" + n + ">", {gptr, rptr});
-  Expr re = r0 + e;
-  std::vector<Expr> ce = squeezed(frag, coords(cx, l, re));
-  ir::Stmt one = load ? ir::Store::make(cx.reg(frag), l.reg_index(re), read(cx, src, ce), {})
-                      : write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
-  ir::Stmt body = if_then(full, fast, unrolled_for(e, vec, one));
-  if (!load)
-    if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
-  return unrolled_for(q, l.regs_per_thread() / vec, when_valid(cx, l, r0, body));
+  const int runs = static_cast<int>(l.regs_per_thread() / vec);
+  const std::string n = std::to_string(vec);
+  // kRawWords<B> of tp/tile/codegen.cuh: a run's loaded bytes (B / 4 + 4 words) and offset.
+  const int words = vec * dtype_bytes(g.buffer->dtype) / 4 + 5;
+  Buffer raw = load ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
+                                      {Expr(runs * words)}, 0, op->loc)
+                    : Buffer();
+  enum class Phase { issue, take, store };
+  // One loop over the thread's runs, doing `phase` for each.
+  auto over_runs = [&](Phase phase) {
+    Var q("q"), e("e");
+    Expr r0 = q * vec;
+    std::vector<Expr> c0 = squeezed(frag, coords(cx, l, r0));
+    std::vector<Expr> idx = place(cx, g, c0);
+    std::vector<Expr> idx_end = idx;
+    idx_end.back() = idx_end.back() + (vec - 1);
+    Expr full = cx.global_in_bounds(g.buffer, idx) && cx.global_in_bounds(g.buffer, idx_end);
+    if (!g.buffer->strides.empty()) full = full && cx.inner_contiguous(g.buffer);
+    Expr gptr = call_expr("tp.ptr", {cx.global_index(g.buffer, idx)}, DType::i32, {g.buffer});
+    Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
+    Expr rawp = load ? call_expr("tp.ptr", {q * words}, DType::i32, {raw}) : Expr();
+    Expr re = r0 + e;
+    std::vector<Expr> ce = squeezed(frag, coords(cx, l, re));
+    ir::Stmt body;
+    if (phase == Phase::issue) {
+      body = if_then(full,
+                     call("tp::cg::ld_issue<" + n + ">", {rawp, gptr, read_slack(cx, g, idx_end)}));
+    } else if (phase == Phase::take) {
+      ir::Stmt one = ir::Store::make(cx.reg(frag), l.reg_index(re), read(cx, src, ce), {});
+      body = if_then(full, call("tp::cg::ld_take<" + n + ">", {rptr, rawp, gptr}),
+                     unrolled_for(e, vec, one));
+    } else {
+      ir::Stmt one = write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
+      body = if_then(full, call("tp::cg::st_vec<" + n + ">", {gptr, rptr}),
+                     unrolled_for(e, vec, one));
+      if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
+    }
+    return unrolled_for(q, runs, when_valid(cx, l, r0, body));
+  };
+  if (!load) return over_runs(Phase::store);
+  return seq({ir::Allocate::make(raw, {}), over_runs(Phase::issue), over_runs(Phase::take)});
 }
 
 /// A register's place in a region of its fragment: whether the register's element lies in the

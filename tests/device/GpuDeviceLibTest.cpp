@@ -273,7 +273,7 @@ TEST(GpuDeviceLib, CpAsyncZeroFillsOutOfBounds) {
 }
 
 // A row of odd length leaves runs 2, 4, ... 14 bytes off a 16-byte boundary; with `slack` the
-// run comes from the two aligned blocks around it, shifted (cg::load_bytes_realigned).
+// run comes from the two aligned blocks around it, shifted (cg::ld_issue, then cg::ld_take).
 TEST(GpuDeviceLib, LdVecEveryOffsetWithAndWithoutSlack) {
   const Half16 src = random_16(64, false, 11);
   std::vector<float> srcf(32);
