@@ -1,4 +1,4 @@
-"""Host cost of one torch.ops.tilepilot.attention call, split into its layers (issue 17).
+"""Host cost of one torch.ops.tilepilot.attention / .gemm call, split into its layers (issue 17).
 
 Runs on a CUDA machine with the package installed. For the attention of one transformers Llama
 layer (default: batch 2 x 1024 tokens, 16/8 heads of 128, bf16, causal; q/k/v as transformers
@@ -11,6 +11,18 @@ call, each layer of the path from the outside in:
   device        tilepilot._device.attention on contiguous tensors (no custom-op dispatch)
   core          tilepilot._core.run_cuda with a preallocated output and a stream handle
   contiguous    the three .contiguous() copies alone
+  stream_torch  torch.cuda.current_stream(dev).cuda_stream (what _device used before issue 17)
+  stream_raw    tilepilot._device.torch_stream(index) (what it uses now)
+
+and the same layers for the layer's q projection as a gemm (x [B*S, H*D] times the weight
+[H*D, H*D] given as [N, K], layout 'nt', pinned like the attention):
+
+  matmul        x @ w.t() (torch's own host cost for the same product)
+  gemm_op       torch.ops.tilepilot.gemm(x, w, "nt")
+  gemm_device   tilepilot._device.gemm (no custom-op dispatch)
+  gemm_core     tilepilot._core.run_cuda with a preallocated output and a stream handle
+
+The gemm rows are left out, with a note, when the gemm op falls back (the attention rows stay).
 
 Each row gives the host time per call (perf_counter over N back-to-back calls, divided by N,
 without a synchronize inside: what the CPU spends enqueueing) and the GPU time per call (CUDA
@@ -61,8 +73,13 @@ def main() -> int:
 
     B, S, H, Hkv, D = args.batch, args.seq, args.heads, args.kv_heads, args.head_dim
     shape = {"B": B, "H": H, "Hkv": Hkv, "S": S, "Skv": S, "D": D, "causal": 1}
+    gemm_shape = {"M": B * S, "N": H * D, "K": H * D, "layout": "nt"}
     stage("pin_defaults")
     tilepilot.pin_defaults("attention", [shape])
+    try:
+        tilepilot.pin_defaults("gemm", [gemm_shape])
+    except (ValueError, RuntimeError) as e:  # the gemm op then falls back: no gemm rows
+        print(f"profile_torch_op: pin_defaults(gemm, {gemm_shape}): {e}", file=sys.stderr)
     dev = torch.device("cuda", _core.selected_device())
     g = torch.Generator(device=dev).manual_seed(0)
 
@@ -73,8 +90,11 @@ def main() -> int:
     q, k, v = proj(H), proj(Hkv), proj(Hkv)
     qc, kc, vc = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(qc)
+    x = torch.randn(B * S, H * D, device=dev, dtype=torch.bfloat16, generator=g)
+    w = torch.randn(H * D, H * D, device=dev, dtype=torch.bfloat16, generator=g)
+    gemm_out = torch.empty(B * S, H * D, device=dev, dtype=torch.bfloat16)
     stream = torch.cuda.current_stream(dev).cuda_stream
-    op = torch.ops.tilepilot.attention
+    op, gemm = torch.ops.tilepilot.attention, torch.ops.tilepilot.gemm
 
     cases = {
         "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
@@ -83,6 +103,14 @@ def main() -> int:
         "device": lambda: _device.attention(qc, kc, vc, True, None, None, None, None),
         "core": lambda: _core.run_cuda("attention", [qc, kc, vc, out], {"causal": "1"}, stream),
         "contiguous": lambda: (q.contiguous(), k.contiguous(), v.contiguous()),
+        "stream_torch": lambda: torch.cuda.current_stream(dev).cuda_stream,
+        "stream_raw": lambda: _device.torch_stream(dev.index),
+    }
+    gemm_cases = {
+        "matmul": lambda: x @ w.t(),
+        "gemm_op": lambda: gemm(x, w, "nt"),
+        "gemm_device": lambda: _device.gemm(x, w, "nt", None, None, None),
+        "gemm_core": lambda: _core.run_cuda("gemm", [x, w, gemm_out], {"layout": "nt"}, stream),
     }
     # The op must take the kernel here, or the rows time the fallback.
     stage("first op call")
@@ -93,6 +121,13 @@ def main() -> int:
         print(f"profile_torch_op: the op fell back ({st}); the pins missed {shape}",
               file=sys.stderr)
         return 1
+    stage("first gemm op call")
+    gemm(x, w, "nt")
+    st = tilepilot.torch_ops.stats().get("gemm", {})
+    if st.get("tilepilot") == 1:
+        cases.update(gemm_cases)
+    else:
+        print(f"profile_torch_op: the gemm op fell back ({st}); no gemm rows", file=sys.stderr)
 
     n = args.calls
     rows = []
@@ -128,7 +163,7 @@ def main() -> int:
     print(text.getvalue())
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"shape": shape, "calls": n, "rows": rows,
+            json.dump({"shape": shape, "gemm_shape": gemm_shape, "calls": n, "rows": rows,
                        "device": torch.cuda.get_device_name(dev)}, f, indent=1)
     return 0
 

@@ -71,3 +71,128 @@ def test_opcheck():
     q = torch.randn(1, 2, 5, 16)
     torch.library.opcheck(torch.ops.tilepilot.attention.default, (q, q.clone(), q.clone(), True,
                                                                   None))
+
+
+def test_backward_through_the_ops_raises():
+    a, b = torch.randn(4, 3, requires_grad=True), torch.randn(3, 5)
+    c = torch.ops.tilepilot.gemm(a, b, "nn")
+    torch.testing.assert_close(c, a.detach() @ b)
+    assert c.requires_grad  # an error on backward, not a silently missing gradient
+    with pytest.raises(RuntimeError, match="no autograd formula"):
+        c.sum().backward()
+    q = torch.randn(1, 2, 5, 16, requires_grad=True)
+    o = torch.ops.tilepilot.attention(q, q.detach(), q.detach(), True, None)
+    with pytest.raises(RuntimeError, match="F.scaled_dot_product_attention"):
+        o.sum().backward()
+
+
+def test_requires_grad_inputs_under_no_grad_run():
+    a, b = torch.randn(4, 3, requires_grad=True), torch.randn(3, 5, requires_grad=True)
+    with torch.no_grad():
+        c = torch.ops.tilepilot.gemm(a, b, "nn")
+    assert not c.requires_grad
+    torch.testing.assert_close(c, a.detach() @ b.detach())
+
+
+def test_fake_and_meta_tensors_take_the_fake_impl():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    tops.reset_stats()
+    with FakeTensorMode() as mode:
+        q = mode.from_tensor(torch.randn(1, 2, 7, 16))
+        assert torch.ops.tilepilot.attention(q, q, q, True).shape == (1, 2, 7, 16)
+    c = torch.ops.tilepilot.gemm(torch.randn(6, 8, device="meta"), torch.randn(5, 8,
+                                 device="meta"), "nt")
+    assert c.shape == (6, 5) and c.is_meta
+    assert tops.stats() == {}  # the real kernel (which counts every call) never ran
+
+
+@pytest.fixture
+def tilepilot_path_on_cpu(monkeypatch):
+    """CPU tensors through the TilePilot branch: the device check passes, the dispatcher's
+    answers are recorded (None: pinned), run_torch records its tensors and fills the output."""
+    asked, runs = [], []
+
+    def decide(key, op, shape, dtype):
+        asked.append((op, shape))
+        return None
+
+    def run_torch(op, tensors, options):
+        runs.append((op, tensors, options))
+        tensors[-1].fill_(7)
+
+    monkeypatch.setattr(tops, "_verdicts", {})
+    monkeypatch.setattr(tops, "_decisions", {})
+    monkeypatch.setattr(tops, "_device_reason", lambda tensors, dtypes: None)
+    monkeypatch.setattr(tops, "_decide", decide)
+    monkeypatch.setattr(tops._device, "run_torch", run_torch)
+    tops.reset_stats()
+    return asked, runs
+
+
+def test_a_repeated_call_reuses_its_verdict(tilepilot_path_on_cpu):
+    asked, runs = tilepilot_path_on_cpu
+    q = torch.randn(1, 4, 8, 16).transpose(1, 2)  # [1, 8, 4, 16], not contiguous
+    k = torch.randn(1, 2, 8, 16).transpose(1, 2)
+    for _ in range(3):
+        o = torch.ops.tilepilot.attention(q.transpose(1, 2), k.transpose(1, 2),
+                                          k.transpose(1, 2), True)
+    assert (o == 7).all() and o.shape == (1, 4, 8, 16) and o.is_contiguous()
+    assert len(asked) == 1 and tops.stats()["attention"] == {"tilepilot": 3, "fallback": {}}
+    assert all(t.is_contiguous() for _, ts, _ in runs for t in ts)
+    assert runs[0][0] == "attention" and runs[0][2] == {"causal": "1"}
+    torch.ops.tilepilot.attention(q.transpose(1, 2), k.transpose(1, 2), k.transpose(1, 2), False)
+    assert len(asked) == 2  # another call signature: asked again
+    tops.clear_decisions()  # what tilepilot.configure() and pin_defaults() call
+    torch.ops.tilepilot.attention(q.transpose(1, 2), k.transpose(1, 2), k.transpose(1, 2), True)
+    assert len(asked) == 3
+
+
+def test_tilepilot_path_keeps_the_cuda_backend_shape_errors(tilepilot_path_on_cpu):
+    _, runs = tilepilot_path_on_cpu
+    for _ in range(2):  # an error is raised again, never remembered as a verdict
+        with pytest.raises(ValueError, match="inner dimensions do not agree"):
+            torch.ops.tilepilot.gemm(torch.randn(4, 3), torch.randn(5, 6), "nn")
+    with pytest.raises(ValueError, match="must agree on B and D"):
+        torch.ops.tilepilot.attention(torch.randn(2, 2, 4, 16), torch.randn(1, 2, 4, 16),
+                                      torch.randn(1, 2, 4, 16))
+    assert not runs
+    c = torch.ops.tilepilot.gemm(torch.randn(3, 4), torch.randn(3, 5), "tn")
+    assert c.shape == (4, 5) and runs[0][2] == {"layout": "tn"}
+
+
+def test_no_gpu_is_checked_again(tilepilot_path_on_cpu, monkeypatch):
+    answers = iter([("no_gpu", "no driver"), None])
+    monkeypatch.setattr(tops, "_device_reason", lambda tensors, dtypes: next(answers))
+    a, b = torch.randn(4, 3), torch.randn(3, 5)
+    torch.testing.assert_close(torch.ops.tilepilot.gemm(a, b), a @ b)  # the fallback
+    assert (torch.ops.tilepilot.gemm(a, b) == 7).all()  # the GPU found: TilePilot's path
+    assert tops.stats()["gemm"] == {"tilepilot": 1, "fallback": {"no_gpu": 1}}
+
+
+def test_nan_scale_verdicts_are_not_kept():
+    q = torch.randn(1, 2, 4, 16)
+    torch.ops.tilepilot.attention(q, q, q, False, None)
+    n = len(tops._verdicts)
+    for _ in range(3):
+        torch.ops.tilepilot.attention(q, q, q, False, float("nan"))
+    assert len(tops._verdicts) == n
+
+
+def test_compiled_graph_holds_the_ops_as_single_nodes():
+    from torch._dynamo.backends.common import aot_autograd
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    def f(a, b, q):
+        return torch.ops.tilepilot.gemm(a, b, "nn") + 1, torch.ops.tilepilot.attention(q, q, q)
+
+    args = (torch.randn(4, 8), torch.randn(8, 3), torch.randn(1, 2, 5, 16))
+    torch._dynamo.reset()
+    torch.compile(f, backend=aot_autograd(fw_compiler=record), fullgraph=True)(*args)
+    targets = {n.target for g in graphs for n in g.graph.nodes if n.op == "call_function"}
+    # The ops themselves, not what their kernels call (matmul, SDPA): opaque to the trace.
+    assert targets == {torch.ops.tilepilot.gemm.default, torch.ops.tilepilot.attention.default,
+                       torch.ops.aten.add.Tensor}, targets

@@ -36,7 +36,9 @@ def _prepare(x, name: str):
         if not x.is_cuda:
             raise ValueError(f"{name} is on {x.device}; backend='cuda' takes CUDA tensors "
                              f"({name}.cuda()), backend='cpu' takes NumPy arrays")
-        return x.detach()  # DLPack export refuses tensors that require grad; a view, no copy
+        # DLPack export refuses tensors that require grad; detach() makes a view, no copy, but
+        # costs a microsecond (issue 17), so only where needed.
+        return x.detach() if x.requires_grad else x
     if not hasattr(x, "__dlpack__"):
         raise ValueError(f"{name} ({type(x).__name__}) is not a DLPack tensor; backend='cuda' "
                          "takes CUDA tensors (torch.Tensor on cuda, or any __dlpack__ object)")
@@ -47,9 +49,36 @@ def _stream(x, stream) -> int:
     if stream is not None:
         return int(stream)
     if _torch_tensor(x):
-        import torch
-        return torch.cuda.current_stream(x.device).cuda_stream
+        return torch_stream(x.device.index)
     return 0
+
+
+def _raw_stream_getter():
+    import torch
+    torch.cuda.init()  # what torch.cuda.current_stream does first (once is enough)
+    # The raw handle without a torch.cuda.Stream object (a few microseconds less per call);
+    # private to torch (its generated Inductor code uses it), hence the public way as fallback.
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw or (lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
+_raw_stream = None
+
+
+def torch_stream(device_index: int) -> int:
+    """The CUstream handle of torch's current stream on CUDA device `device_index`."""
+    global _raw_stream
+    if _raw_stream is None:
+        _raw_stream = _raw_stream_getter()
+    return _raw_stream(device_index)
+
+
+def run_torch(op: str, tensors, options: dict) -> None:
+    """Enqueues `op` on torch CUDA tensors (inputs, then the outputs it writes) on their device's
+    current torch stream. For tilepilot.torch_ops, which has made gemm()'s and attention()'s
+    checks once per call signature: none are repeated here. The tensors must be contiguous and
+    not require grad."""
+    _core.run_cuda(op, tensors, options, torch_stream(tensors[0].device.index))
 
 
 def _output(like, shape, out, dtype):

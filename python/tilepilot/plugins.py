@@ -10,7 +10,7 @@ own description of the call, so torch.compile traces it as one opaque op.
 # No `from __future__ import annotations`: torch.library reads the op's annotations as types.
 import os
 
-from . import _core
+from . import _core, _device
 
 _loaded: dict[str, list[str]] = {}  # plug-in path -> operators it registered
 
@@ -65,7 +65,7 @@ def _register_torch_op(name: str) -> None:
             args, it_in, it_out = [], iter(t.contiguous() for t in inputs), iter(results)
             for i in range(len(inputs) + len(outs)):
                 args.append(next(it_out) if i in idx else next(it_in))
-            stream = torch.cuda.current_stream(dev).cuda_stream
+            stream = _device.torch_stream(dev.index)
             _core.run_cuda(name, args, _options(options), stream)
             return results
         arrays = [t.detach().to(torch.float32).contiguous().numpy() for t in inputs]
