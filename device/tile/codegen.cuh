@@ -277,7 +277,9 @@ TP_DEVICE void ld_issue(int* raw, const S* g, bool slack) {
     const unsigned long long a = reinterpret_cast<unsigned long long>(g);
     const unsigned o = static_cast<unsigned>(a & 15ull);
     if (o == 0 || slack) {
-      const Vec16* blocks = reinterpret_cast<const Vec16*>(a & ~15ull);
+      // Stepped back from g itself, not rebuilt from the integer: the compiler then still
+      // knows the loads read the (restrict, read-only) global tensor and issues them as such.
+      const Vec16* blocks = reinterpret_cast<const Vec16*>(reinterpret_cast<const char*>(g) - o);
       for (int k = 0; k < B / 16; ++k) {
         const Vec16 v = blocks[k];
         for (int i = 0; i < 4; ++i)

@@ -1,0 +1,77 @@
+// The lowering of a global -> register fragment copy, on tiny kernels: a thread that loads
+// several runs issues every run's load (tp::cg::ld_issue) before it takes any into registers
+// (tp::cg::ld_take), so no run waits for another's round trip to memory; a thread with a single
+// run loads it in one call (ld_vec), which needs no staging registers. Checked on the lowered
+// statements themselves, in program order.
+#include <gtest/gtest.h>
+
+#include <tilepilot/tilepilot.h>
+
+#include "ir/IRVisitor.h"
+#include "passes/InferLayouts.h"
+#include "passes/LowerTileOps.h"
+#include "passes/PlanPipeline.h"
+#include "passes/PlanSharedMemory.h"
+
+using namespace tp;
+
+namespace {
+
+/// The device-library calls of a kernel's lowered body, in program order (names without their
+/// template arguments).
+std::vector<std::string> lowered_calls(const Kernel& kernel) {
+  const passes::Target t = passes::Target::parse("sm_90a");
+  const ir::KernelNode& k = kernel.node();
+  passes::LayoutInfo l = passes::infer_layouts(k, t);
+  passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
+  passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
+  passes::LowerContext cx(k, t, l, p, s);
+  std::vector<std::string> out;
+  ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
+    if (const auto* e = ir::as<ir::Evaluate>(st))
+      if (const auto* c = ir::as<ir::Intrinsic>(e->value))
+        if (c->name.rfind("tp::cg::", 0) == 0) out.push_back(c->name.substr(0, c->name.find('<')));
+  });
+  return out;
+}
+
+/// out = x + 1 over [rows, cols] tiles of a bf16 tensor, in f32 fragments, with 128 threads.
+Kernel add_one(int64_t rows, int64_t cols) {
+  Dim M("M"), N("N");
+  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16);
+  return kernel("add_one", {X, Y}, grid(ceildiv(N, cols), ceildiv(M, rows)), threads(128),
+                [&](Var bx, Var by) {
+                  Tile x = alloc_fragment({rows, cols}, f32);
+                  copy(X.tile(by * rows, bx * cols), x);
+                  parallel({rows, cols}, [&](Var i, Var j) { x(i, j) = x(i, j) + 1.0; });
+                  copy(x, Y.tile(by * rows, bx * cols));
+                });
+}
+
+std::vector<std::string> only(const std::vector<std::string>& calls, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& c : calls)
+    if (c.rfind(prefix, 0) == 0) out.push_back(c);
+  return out;
+}
+
+} // namespace
+
+// 32 x 128 over 128 threads: 32 elements, 4 runs of 8, per thread.
+TEST(LowerCopy, SeveralRunsIssueEveryLoadBeforeTakingAny) {
+  std::vector<std::string> loads = only(lowered_calls(add_one(32, 128)), "tp::cg::ld_");
+  // Each run's call appears once in the (unrolled-later) loop body: issue, then take.
+  ASSERT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_issue", "tp::cg::ld_take"}));
+}
+
+// 8 x 128 over 128 threads: one run of 8 per thread, loaded in one call.
+TEST(LowerCopy, ASingleRunLoadsInOneCall) {
+  std::vector<std::string> loads = only(lowered_calls(add_one(8, 128)), "tp::cg::ld_");
+  ASSERT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_vec"}));
+}
+
+// Stores take no staging: one st_vec per run.
+TEST(LowerCopy, StoresAreOneCallPerRun) {
+  std::vector<std::string> calls = lowered_calls(add_one(32, 128));
+  EXPECT_EQ(only(calls, "tp::cg::st_"), (std::vector<std::string>{"tp::cg::st_vec"}));
+}
