@@ -92,6 +92,9 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
   return slack;
 }
 
+/// Runs a thread must load before a copy issues them all ahead of using any (see below).
+constexpr int kTwoPhaseMinRuns = 3;
+
 /// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
 /// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
 /// or elements by the address at run time) when the whole run is inside the tensor and its row
@@ -108,9 +111,10 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
   const std::string n = std::to_string(vec);
   // kRawWords<B> of tp/tile/codegen.cuh: a run's loaded bytes (B / 4 + 4 words) and offset.
   const int words = vec * dtype_bytes(g.buffer->dtype) / 4 + 5;
-  Buffer raw = load && runs > 1 ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
-                                                  {Expr(runs * words)}, 0, op->loc)
-                                : Buffer();
+  Buffer raw = load && runs >= kTwoPhaseMinRuns
+                   ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
+                                     {Expr(runs * words)}, 0, op->loc)
+                   : Buffer();
   enum class Phase { issue, take, load, store };
   // One loop over the thread's runs, doing `phase` for each.
   auto over_runs = [&](Phase phase) {
@@ -146,9 +150,11 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
     return unrolled_for(q, runs, when_valid(cx, l, r0, body));
   };
   if (!load) return over_runs(Phase::store);
-  // A single run has nothing to overlap: its staging words would only add registers (the
-  // gemv lesson's vector tile went from 64 to 88 and its kernel 26 % slower).
-  if (runs == 1) return over_runs(Phase::load);
+  // The two phases pay staging words per run in registers for the round
+  // trips they overlap. Measured on the H200 (2026-12-02): four runs a thread gained 28-48 %
+  // (lessons 02, 04, 05); the GEMV lesson's two runs a K step lost 26 % (its registers went
+  // from 64 to 88, its occupancy from 50 to 25 %). Fewer runs load each in one call.
+  if (runs < kTwoPhaseMinRuns) return over_runs(Phase::load);
   return seq({ir::Allocate::make(raw, {}), over_runs(Phase::issue), over_runs(Phase::take)});
 }
 
