@@ -62,7 +62,9 @@ def _register_torch_op(name: str) -> None:
         if inputs and all(t.is_cuda for t in inputs):
             dev = inputs[0].device
             results = [torch.empty(shape, dtype=back[dt], device=dev) for dt, shape in outs]
-            args, it_in, it_out = [], iter(t.contiguous() for t in inputs), iter(results)
+            # DLPack export refuses a tensor that requires grad (it may, inside the op).
+            ready = ((t.detach() if t.requires_grad else t).contiguous() for t in inputs)
+            args, it_in, it_out = [], iter(ready), iter(results)
             for i in range(len(inputs) + len(outs)):
                 args.append(next(it_out) if i in idx else next(it_in))
             stream = _device.torch_stream(dev.index)
