@@ -18,18 +18,18 @@ using namespace tp;
 namespace {
 
 struct Planned {
+  ir::KernelNode kernel; // the planned IR: the plan points into it (prefetched copies, lets)
   passes::PipelinePlan plan;
   passes::SmemPlan smem;
 };
 
 Planned plan_for(const Kernel& k, const std::string& arch) {
   passes::Target t = passes::Target::parse(arch);
-  ir::KernelNode kn = k.node();
-  kn.body = passes::flatten_lets(kn.body);
-  passes::LayoutInfo l = passes::infer_layouts(kn, t);
-  Planned p;
-  p.plan = passes::plan_pipeline(kn, l, t);
-  p.smem = passes::plan_shared_memory(kn, l, p.plan, t);
+  Planned p{k.node(), {}, {}};
+  p.kernel.body = passes::flatten_lets(p.kernel.body);
+  passes::LayoutInfo l = passes::infer_layouts(p.kernel, t);
+  p.plan = passes::plan_pipeline(p.kernel, l, t);
+  p.smem = passes::plan_shared_memory(p.kernel, l, p.plan, t);
   return p;
 }
 
