@@ -87,15 +87,19 @@ std::string per_shape_spec() {
   return s.replace(s.find(obj), obj.size(), "min_speedup: 1.1, route: per_shape}");
 }
 
-TEST(PilotDecision, PerShapeRouteReleasesTheShapesTheKernelWinsAndRoutesTheRest) {
-  std::string dir = scratch_dir();
-  FakeGpu gpu;
-  gpu.speed_for = [](const ops::Problem& p) { return p.at("M") == 64 ? 0.5 : 1.25; };
+PilotResult run_per_shape(const FakeGpu& gpu, const std::string& dir) {
   PilotOptions o;
   o.out_dir = dir;
   o.backends = gpu.backends();
   o.progress = ProgressMode::off;
-  PilotResult r = run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+  return run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+}
+
+TEST(PilotDecision, PerShapeRouteReleasesTheShapesTheKernelWinsAndRoutesTheRest) {
+  std::string dir = scratch_dir();
+  FakeGpu gpu;
+  gpu.speed_for = [](const ops::Problem& p) { return p.at("M") == 64 ? 0.5 : 1.25; };
+  PilotResult r = run_per_shape(gpu, dir);
   ASSERT_EQ(r.decision, kRelease) << r.report["decision"].dump(2);
   const nlohmann::json& obj = r.report["decision"]["objective"];
   // rep0 (weight 0.75) at 2x, rep1 served by the framework: 1 / (0.75 / 2 + 0.25) = 1.6.
@@ -123,11 +127,7 @@ TEST(PilotDecision, PerShapeRouteReleasesTheShapesTheKernelWinsAndRoutesTheRest)
 
 TEST(PilotDecision, PerShapeRouteWithTheFrameworkFasterEverywhereKeepsIt) {
   std::string dir = scratch_dir();
-  PilotOptions o;
-  o.out_dir = dir;
-  o.backends = FakeGpu{1.25, 100}.backends();
-  o.progress = ProgressMode::off;
-  PilotResult r = run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+  PilotResult r = run_per_shape(FakeGpu{1.25, 100}, dir);
   ASSERT_EQ(r.decision, kKeepFramework);
   // The routed mix is the framework itself: 1.0, which misses 1.1; and nothing routes to us.
   EXPECT_NEAR(r.report["decision"]["objective"]["weighted_speedup"].get<double>(), 1.0, 1e-9);
@@ -142,11 +142,7 @@ TEST(PilotDecision, PerShapeRouteWithTheKernelFasterOnlyAtEdgeShapesKeepsTheFram
   std::string dir = scratch_dir();
   FakeGpu gpu;
   gpu.speed_for = [](const ops::Problem& p) { return p.at("M") == 7 ? 0.5 : 1.25; };
-  PilotOptions o;
-  o.out_dir = dir;
-  o.backends = gpu.backends();
-  o.progress = ProgressMode::off;
-  PilotResult r = run_pilot(parse_spec(per_shape_spec(), "fake.yaml"), o);
+  PilotResult r = run_per_shape(gpu, dir);
   ASSERT_EQ(r.decision, kKeepFramework);
   const nlohmann::json& reasons = r.report["decision"]["reasons"];
   ASSERT_FALSE(reasons.empty());
