@@ -32,6 +32,12 @@ const char* gemm_kind_name(GemmKind k) {
   return "?";
 }
 
+bool LayoutInfo::loads_together(const ir::Copy* c) const {
+  auto v = copy_vector.find(c);
+  if (v == copy_vector.end() || c->src.buffer->scope != Scope::global) return false;
+  return fragment(c->dst.buffer).regs_per_thread() / v->second >= kLoadsTogetherFromRuns;
+}
+
 bool LayoutInfo::in_shared(const Buffer& b) const {
   return b->scope == Scope::shared || promoted.count(b->uid) > 0;
 }
@@ -695,7 +701,11 @@ std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
       const Buffer& g = c->src.buffer->scope == Scope::global ? c->src.buffer : c->dst.buffer;
       int v = info.copy_vector.at(c);
       os << "// copy at " << c->loc.str() << ": runs of " << v << " elements, "
-         << v * dtype_bytes(g->dtype) << " bytes of '" << g->name << "' per thread\n";
+         << v * dtype_bytes(g->dtype) << " bytes of '" << g->name << "' per thread";
+      if (c->src.buffer->scope == Scope::global)
+        os << (info.loads_together(c) ? "; every run's load issued before any is used"
+                                      : "; one run loaded at a time (fewer than 3 a thread)");
+      os << "\n";
     }
     // Accumulators whose rows stay in a quad reduce the one way; the others print their plan.
     if (const auto* r = ir::as<ir::Reduce>(s);

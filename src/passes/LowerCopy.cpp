@@ -92,9 +92,6 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
   return slack;
 }
 
-/// Runs a thread must load before a copy issues them all ahead of using any (see below).
-constexpr int kTwoPhaseMinRuns = 3;
-
 /// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
 /// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
 /// or elements by the address at run time) when the whole run is inside the tensor and its row
@@ -111,10 +108,10 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
   const std::string n = std::to_string(vec);
   // kRawWords<B> of tp/tile/codegen.cuh: a run's loaded bytes (B / 4 + 4 words) and offset.
   const int words = vec * dtype_bytes(g.buffer->dtype) / 4 + 5;
-  Buffer raw = load && runs >= kTwoPhaseMinRuns
-                   ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
-                                     {Expr(runs * words)}, 0, op->loc)
-                   : Buffer();
+  const bool together = load && cx.layouts.loads_together(op);
+  Buffer raw = together ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
+                                          {Expr(runs * words)}, 0, op->loc)
+                        : Buffer();
   enum class Phase { issue, take, load, store };
   // One loop over the thread's runs, doing `phase` for each.
   auto over_runs = [&](Phase phase) {
@@ -150,11 +147,7 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
     return unrolled_for(q, runs, when_valid(cx, l, r0, body));
   };
   if (!load) return over_runs(Phase::store);
-  // The two phases pay staging words per run in registers for the round
-  // trips they overlap. Measured on the H200 (2026-12-02): four runs a thread gained 28-48 %
-  // (lessons 02, 04, 05); the GEMV lesson's two runs a K step lost 26 % (its registers went
-  // from 64 to 88, its occupancy from 50 to 25 %). Fewer runs load each in one call.
-  if (runs < kTwoPhaseMinRuns) return over_runs(Phase::load);
+  if (!together) return over_runs(Phase::load); // LayoutInfo::loads_together says why
   return seq({ir::Allocate::make(raw, {}), over_runs(Phase::issue), over_runs(Phase::take)});
 }
 
