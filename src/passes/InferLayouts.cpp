@@ -703,8 +703,10 @@ std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
       os << "// copy at " << c->loc.str() << ": runs of " << v << " elements, "
          << v * dtype_bytes(g->dtype) << " bytes of '" << g->name << "' per thread";
       if (c->src.buffer->scope == Scope::global)
-        os << (info.loads_together(c) ? "; every run's load issued before any is used"
-                                      : "; one run loaded at a time (fewer than 3 a thread)");
+        os << (info.loads_together(c)
+                   ? std::string("; every run's load issued before any is used")
+                   : "; one run loaded at a time (fewer than " +
+                         std::to_string(LayoutInfo::kLoadsTogetherFromRuns) + " a thread)");
       os << "\n";
     }
     // Accumulators whose rows stay in a quad reduce the one way; the others print their plan.

@@ -59,16 +59,14 @@ void route_cases(const PilotRun& r, const std::map<int, WarmTiming>& best, nlohm
     if (k && c.representative()) ++representative;
   }
   const int all = static_cast<int>(d["routes"].size());
+  const std::string framework = "the framework operator (" + best.begin()->second.ref_name + ")";
   if (kernel == 0)
-    no.push_back("route per_shape: the framework operator (" + best.begin()->second.ref_name +
-                 ") is faster at every timed shape (" + std::to_string(all) + "); nothing to pin");
+    no.push_back("route per_shape: " + framework + " is faster at every timed shape (" +
+                 std::to_string(all) + "); nothing to pin");
   else if (representative == 0) // edge shapes carry no weight: the routed mix is the framework
     no.push_back("route per_shape: the kernel is faster only at edge shapes (" + kernel_labels +
-                 "), which carry no weight; at every representative shape the framework "
-                 "operator (" +
-                 best.begin()->second.ref_name +
-                 ") is faster, so the routed "
-                 "mix would change nothing the objective weighs");
+                 "), which carry no weight; at every representative shape " + framework +
+                 " is faster, so the routed mix would change nothing the objective weighs");
   else
     yes.push_back("route per_shape: the kernel serves " + std::to_string(kernel) + " of " +
                   std::to_string(all) + " timed shapes (" + kernel_labels +

@@ -56,12 +56,10 @@ void write_release(PilotRun& r, nlohmann::json& d) {
   if (r.spec.route == "per_shape") pinned["framework_routed"] = nlohmann::json::array();
   nlohmann::json cases = nlohmann::json::array();
   std::vector<std::string> not_produced;
+  const std::map<int, WarmTiming> best = best_timings(r); // tuned where adopted
   for (const Case& c : r.cases) {
-    const WarmTiming* w = nullptr; // the tuned config's timing when it was adopted
-    if (auto t = r.tuned_warm.find(c.index); t != r.tuned_warm.end())
-      w = &t->second;
-    else if (auto u = r.warm.find(c.index); u != r.warm.end())
-      w = &u->second;
+    auto bt = best.find(c.index);
+    const WarmTiming* w = bt == best.end() ? nullptr : &bt->second;
     append_matrix_case(r, c, w, cases);
     if (r.spec.route == "per_shape" && !(w && routes_to_kernel(r, *w))) {
       // Tested, and measured slower than the framework: dispatch sends it there.
