@@ -1,0 +1,161 @@
+// Memory-bound user kernels at several tile configs, side by side in one process: the element-wise
+// add, the GEMV and the transpose of examples/02, 06 and 03, each at aligned and odd shapes.
+// Prints, per kernel, config and shape: the median time (L2 flushed), TB/s counting each byte
+// read once and written once, the share of the device-to-device copy bandwidth measured in the
+// same run, and ptxas' registers. The results are not checked here (the lessons check them);
+// this program only compares configs and code generation.
+// Usage: bench_memory_bound [--quick]    (--quick: each lesson's own config only)
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <tilepilot/tilepilot.h>
+
+using namespace tp;
+
+namespace {
+
+Kernel scaled_add(int64_t bm, int64_t bn, int nthreads) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, bf16);
+  Tensor scale("scale", {1}, f32);
+  return kernel("scaled_add", {A, B, scale, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
+                threads(nthreads), [&](Var bx, Var by) {
+                  Tile a = alloc_fragment({bm, bn}, bf16), b = alloc_fragment({bm, bn}, bf16);
+                  Tile c = alloc_fragment({bm, bn}, bf16);
+                  copy(A.tile(by * bm, bx * bn), a);
+                  copy(B.tile(by * bm, bx * bn), b);
+                  parallel({bm, bn}, [&](Var i, Var j) {
+                    c(i, j) = (cast(f32, a(i, j)) + cast(f32, b(i, j))) * scale(0);
+                  });
+                  copy(c, C.tile(by * bm, bx * bn));
+                });
+}
+
+// `dt`: the dtype the A and x fragments hold (the lesson uses f32).
+Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt) {
+  Dim M("M"), K("K");
+  Tensor A("A", {M, K}, bf16), X("x", {K}, bf16), Y("y", {M}, bf16);
+  return kernel("gemv", {A, X, Y}, grid(ceildiv(M, bm)), threads(nthreads), [&](Var by) {
+    Tile a = alloc_fragment({bm, bk}, dt), x = alloc_fragment({bk}, dt);
+    Tile part = alloc_fragment({bm, bk}, f32), y = alloc_fragment({bm}, f32);
+    clear(part);
+    serial(ceildiv(K, bk), [&](Var k) {
+      copy(A.tile(by * bm, k * bk), a);
+      copy(X.tile(k * bk), x);
+      parallel({bm, bk}, [&](Var i, Var j) {
+        part(i, j) = part(i, j) + cast(f32, a(i, j)) * cast(f32, x(j));
+      });
+    });
+    reduce_sum(part, y, 1);
+    copy(y, Y.tile(by * bm));
+  });
+}
+
+Kernel transpose(int64_t b, int nthreads) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
+  return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(nthreads),
+                [&](Var bx, Var by) {
+                  Tile s = alloc_shared({b, b}, bf16), t = alloc_fragment({b, b}, bf16);
+                  copy(A.tile(by * b, bx * b), s);
+                  parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); });
+                  copy(t, B.tile(bx * b, by * b));
+                });
+}
+
+struct Case {
+  std::string name, config;
+  std::function<Kernel()> make;
+  std::vector<std::pair<DType, std::vector<int64_t>>> tensors; // each parameter, in order
+  double bytes;                             // read once and written once
+};
+
+double copy_tbs = 0;
+
+void run(const Case& c) {
+  try {
+    CompiledKernel ck = compile(c.make());
+    std::vector<DeviceArray> arrays;
+    std::vector<Arg> args;
+    arrays.reserve(c.tensors.size());
+    for (const auto& [dt, shape] : c.tensors) {
+      arrays.emplace_back(dt, shape);
+      arrays.back().fill_bytes(0x3c); // finite bf16 and f32 values
+    }
+    for (const DeviceArray& a : arrays)
+      args.push_back(a);
+    ck.launch(args);
+    synchronize();
+    TimeResult r = time(ck, args, {.runs = 20, .flush_l2 = true});
+    double tbs = c.bytes / (r.median_ms * 1e-3) / 1e12;
+    std::printf("%-11s %-22s %-18s %8.4f ms %5.2f TB/s %4.0f %% of copy  %3d regs\n",
+                c.name.c_str(), c.config.c_str(),
+                (std::to_string(c.tensors[0].second[0]) + "x" + std::to_string(c.tensors[0].second.back())).c_str(),
+                r.median_ms, tbs, 100 * tbs / copy_tbs, ck.resources().registers);
+  } catch (const std::exception& e) {
+    std::printf("%-11s %-22s error: %s\n", c.name.c_str(), c.config.c_str(), e.what());
+  }
+  std::fflush(stdout);
+}
+
+std::string cfg(std::initializer_list<std::pair<const char*, int64_t>> kv) {
+  std::string s;
+  for (const auto& [k, v] : kv)
+    s += (s.empty() ? "" : ",") + std::string(k) + "=" + std::to_string(v);
+  return s;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
+  if (argc > 2 || (argc == 2 && !quick)) {
+    std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+    return 2;
+  }
+  std::string why;
+  if (!gpu_available(&why)) {
+    std::fprintf(stderr, "%s: needs a CUDA GPU: %s\n", argv[0], why.c_str());
+    return 2;
+  }
+  copy_tbs = measure_copy_bandwidth() / 1e3;
+  std::printf("device-to-device copy: %.2f TB/s\n", copy_tbs);
+  std::vector<Case> cases;
+  struct Tile2 {
+    int64_t bm, bn;
+    int threads;
+  };
+  std::vector<Tile2> ew = {{32, 128, 128}};
+  if (!quick) ew.insert(ew.end(), {{64, 128, 128}, {32, 256, 256}, {16, 256, 128}, {64, 256, 256}});
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{8191, 8193}, {8192, 8192}})
+    for (const Tile2& t : ew)
+      cases.push_back({"elementwise", cfg({{"bm", t.bm}, {"bn", t.bn}, {"threads", t.threads}}),
+                       [t] { return scaled_add(t.bm, t.bn, t.threads); },
+                       {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}}, double(M) * N * 6});
+  std::vector<Tile2> gv = {{16, 256, 256}};
+  if (!quick)
+    gv.insert(gv.end(), {{16, 512, 256}, {32, 256, 256}, {8, 512, 256}, {64, 128, 256},
+                         {32, 512, 512}});
+  for (auto [M, K] : {std::pair<int64_t, int64_t>{16384, 8192}, {16383, 8191}})
+    for (const Tile2& t : gv)
+      for (DType dt : quick ? std::vector<DType>{f32} : std::vector<DType>{f32, bf16})
+        cases.push_back(
+            {"gemv",
+             cfg({{"bm", t.bm}, {"bk", t.bn}, {"threads", t.threads}}) +
+                 (dt == bf16 ? ",bf16" : ",f32"),
+             [t, dt] { return gemv(t.bm, t.bn, t.threads, dt); },
+             {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}}, double(M) * K * 2 + K * 2 + M * 2});
+  std::vector<std::pair<int64_t, int>> tr = {{64, 128}};
+  if (!quick) tr.insert(tr.end(), {{32, 128}, {64, 256}, {128, 256}});
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})
+    for (auto [b, th] : tr)
+      cases.push_back({"transpose", cfg({{"b", b}, {"threads", th}}),
+                       [b = b, th = th] { return transpose(b, th); }, {{bf16, {M, N}}, {bf16, {N, M}}},
+                       double(M) * N * 4});
+  for (const Case& c : cases)
+    run(c);
+  return 0;
+}
