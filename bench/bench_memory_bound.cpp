@@ -70,7 +70,7 @@ struct Case {
   std::string name, config;
   std::function<Kernel()> make;
   std::vector<std::pair<DType, std::vector<int64_t>>> tensors; // each parameter, in order
-  double bytes;                             // read once and written once
+  double bytes;                                                // read once and written once
 };
 
 double copy_tbs = 0;
@@ -91,10 +91,12 @@ void run(const Case& c) {
     synchronize();
     TimeResult r = time(ck, args, {.runs = 20, .flush_l2 = true});
     double tbs = c.bytes / (r.median_ms * 1e-3) / 1e12;
-    std::printf("%-11s %-22s %-18s %8.4f ms %5.2f TB/s %4.0f %% of copy  %3d regs\n",
-                c.name.c_str(), c.config.c_str(),
-                (std::to_string(c.tensors[0].second[0]) + "x" + std::to_string(c.tensors[0].second.back())).c_str(),
-                r.median_ms, tbs, 100 * tbs / copy_tbs, ck.resources().registers);
+    std::printf(
+        "%-11s %-22s %-18s %8.4f ms %5.2f TB/s %4.0f %% of copy  %3d regs\n", c.name.c_str(),
+        c.config.c_str(),
+        (std::to_string(c.tensors[0].second[0]) + "x" + std::to_string(c.tensors[0].second.back()))
+            .c_str(),
+        r.median_ms, tbs, 100 * tbs / copy_tbs, ck.resources().registers);
   } catch (const std::exception& e) {
     std::printf("%-11s %-22s error: %s\n", c.name.c_str(), c.config.c_str(), e.what());
   }
@@ -124,36 +126,40 @@ int main(int argc, char** argv) {
   copy_tbs = measure_copy_bandwidth() / 1e3;
   std::printf("device-to-device copy: %.2f TB/s\n", copy_tbs);
   std::vector<Case> cases;
-  struct Tile2 {
-    int64_t bm, bn;
+  struct TileConfig { // a tile's rows and columns (bm x bn, or bm x bk), and threads a block
+    int64_t rows, cols;
     int threads;
   };
-  std::vector<Tile2> ew = {{32, 128, 128}};
+  std::vector<TileConfig> ew = {{32, 128, 128}};
   if (!quick) ew.insert(ew.end(), {{64, 128, 128}, {32, 256, 256}, {16, 256, 128}, {64, 256, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8191, 8193}, {8192, 8192}})
-    for (const Tile2& t : ew)
-      cases.push_back({"elementwise", cfg({{"bm", t.bm}, {"bn", t.bn}, {"threads", t.threads}}),
-                       [t] { return scaled_add(t.bm, t.bn, t.threads); },
-                       {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}}, double(M) * N * 6});
-  std::vector<Tile2> gv = {{16, 256, 256}};
+    for (const TileConfig& t : ew)
+      cases.push_back({"elementwise",
+                       cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}),
+                       [t] { return scaled_add(t.rows, t.cols, t.threads); },
+                       {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}},
+                       double(M) * N * 6});
+  std::vector<TileConfig> gv = {{16, 256, 256}};
   if (!quick)
-    gv.insert(gv.end(), {{16, 512, 256}, {32, 256, 256}, {8, 512, 256}, {64, 128, 256},
-                         {32, 512, 512}});
+    gv.insert(gv.end(),
+              {{16, 512, 256}, {32, 256, 256}, {8, 512, 256}, {64, 128, 256}, {32, 512, 512}});
   for (auto [M, K] : {std::pair<int64_t, int64_t>{16384, 8192}, {16383, 8191}})
-    for (const Tile2& t : gv)
+    for (const TileConfig& t : gv)
       for (DType dt : quick ? std::vector<DType>{f32} : std::vector<DType>{f32, bf16})
-        cases.push_back(
-            {"gemv",
-             cfg({{"bm", t.bm}, {"bk", t.bn}, {"threads", t.threads}}) +
-                 (dt == bf16 ? ",bf16" : ",f32"),
-             [t, dt] { return gemv(t.bm, t.bn, t.threads, dt); },
-             {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}}, double(M) * K * 2 + K * 2 + M * 2});
+        cases.push_back({"gemv",
+                         cfg({{"bm", t.rows}, {"bk", t.cols}, {"threads", t.threads}}) +
+                             (dt == bf16 ? ",bf16" : ",f32"),
+                         [t, dt] { return gemv(t.rows, t.cols, t.threads, dt); },
+                         {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}},
+                         double(M) * K * 2 + K * 2 + M * 2});
   std::vector<std::pair<int64_t, int>> tr = {{64, 128}};
   if (!quick) tr.insert(tr.end(), {{32, 128}, {64, 256}, {128, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})
     for (auto [b, th] : tr)
-      cases.push_back({"transpose", cfg({{"b", b}, {"threads", th}}),
-                       [b = b, th = th] { return transpose(b, th); }, {{bf16, {M, N}}, {bf16, {N, M}}},
+      cases.push_back({"transpose",
+                       cfg({{"b", b}, {"threads", th}}),
+                       [b = b, th = th] { return transpose(b, th); },
+                       {{bf16, {M, N}}, {bf16, {N, M}}},
                        double(M) * N * 4});
   for (const Case& c : cases)
     run(c);
