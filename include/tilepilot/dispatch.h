@@ -74,11 +74,15 @@ struct OpCounters {
   int64_t count(FallbackReason r) const { return fallback[static_cast<int>(r)]; }
 };
 
-/// A device tensor: row-major, contiguous memory at `ptr` (a CUdeviceptr).
+/// A device tensor at `ptr` (a CUdeviceptr): row-major and contiguous when `strides` is empty,
+/// else a view with these strides (elements, outermost first, PyTorch's convention). Only the
+/// arguments an operator declares strided (Operator::strided_arg) may be non-contiguous views;
+/// Dispatcher::run gives a user error for any other.
 struct DeviceView {
   uint64_t ptr = 0;
   DType dtype = DType::bf16;
   std::vector<int64_t> shape;
+  std::vector<int64_t> strides = {};
 };
 
 /// A kernel config pinned for one problem without a release folder (see Dispatcher::pin).

@@ -161,6 +161,11 @@ public:
   virtual KernelProgram program(const Problem& p, const Config& c) const;
   /// The kernel's arguments in parameter order.
   virtual std::vector<ArgSpec> arg_specs(const Problem& p) const = 0;
+  /// Whether the call's argument `i` may be a strided device view (unit innermost stride,
+  /// other strides any non-negative value) rather than a contiguous tensor: the kernel
+  /// parameters it is bound to are declared strided, and the framework operator honours the
+  /// view's strides too. validate_program checks the first half. Default: none may.
+  virtual bool strided_arg(const Problem&, size_t /*i*/) const { return false; }
   /// Kernel arguments in parameter order: inputs random (seeded), outputs poisoned. Default:
   /// arg_specs() filled uniformly in [-1, 1); an operator overrides it where inputs need
   /// structure (lengths, positions, indices).

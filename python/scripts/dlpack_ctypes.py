@@ -35,10 +35,12 @@ def nbytes(shape):
 
 
 class CudaBf16:
-    """A contiguous bf16 tensor of `shape` at device address `ptr` on cuda:0."""
+    """A bf16 tensor of `shape` at device address `ptr` on cuda:0: contiguous, or a view with
+    `strides` (elements, outermost first)."""
 
-    def __init__(self, ptr, shape):
+    def __init__(self, ptr, shape, strides=None):
         self.ptr, self.shape = ptr, tuple(shape)
+        self.strides = tuple(strides) if strides is not None else None
 
     def __dlpack_device__(self):
         return (2, 0)  # kDLCUDA, device 0
@@ -52,6 +54,10 @@ class CudaBf16:
         m.dl_tensor.dtype = DLDataType(4, 16, 1)  # kDLBfloat, 16 bits
         m.dl_tensor.shape = shape
         _alive.extend([shape, m])
+        if self.strides is not None:
+            strides = (ctypes.c_int64 * len(self.strides))(*self.strides)
+            m.dl_tensor.strides = strides
+            _alive.append(strides)
         new = ctypes.pythonapi.PyCapsule_New
         new.restype = ctypes.py_object
         new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]

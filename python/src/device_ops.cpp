@@ -105,13 +105,15 @@ ops::DeviceView view(const nb::ndarray<>& t, const char* name) {
   ops::DeviceView v;
   v.dtype = dlpack_dtype(t, name);
   int64_t expect = 1; // row-major strides, in elements; size-1 dims may have any stride
+  bool dense = true;
   for (int i = int(t.ndim()) - 1; i >= 0; --i) {
-    if (t.shape(i) != 1 && t.stride(i) != expect)
-      user_error() << name << " is not contiguous (dim " << i << " has stride " << t.stride(i)
-                   << ", row-major needs " << expect << "); call .contiguous() first";
+    dense = dense && (t.shape(i) == 1 || t.stride(i) == expect);
     expect *= int64_t(t.shape(i));
   }
   v.shape.assign(t.shape_ptr(), t.shape_ptr() + t.ndim());
+  // A view keeps its strides: the dispatcher takes it where the operator reads views in place
+  // (Operator::strided_arg) and otherwise says to pass a contiguous copy.
+  if (!dense) v.strides.assign(t.stride_ptr(), t.stride_ptr() + t.ndim());
   v.ptr = reinterpret_cast<uint64_t>(t.data());
   return v;
 }

@@ -40,6 +40,18 @@ k, v = FakeCudaTensor((2, 8, 1024, 128)), FakeCudaTensor((2, 8, 1024, 128))
 for _ in range(2):
     _device.attention(q, k, v, True, None, None, o, 0)
 print("pinned", _core.counters("attention")["pinned"], flush=True)
+# [B, S, H, D] projections viewed as [B, H, S, D]: read in place, no copy, the same pinned kernel.
+def heads(H):
+    buffers.append(ctypes.create_string_buffer(nbytes((2, 1024, H, 128))))
+    return CudaBf16(ctypes.addressof(buffers[-1]), (2, H, 1024, 128),
+                    (1024 * H * 128, 128, H * 128, 1))
+_device.attention(heads(16), heads(8), heads(8), True, None, None, o, 0)
+print("views pinned", _core.counters("attention")["pinned"], flush=True)
+try:  # a gemm operand may not be a view: a clear error, before anything runs
+    a = CudaBf16(ctypes.addressof(buffers[0]), (64, 64), (1, 64))
+    _device.gemm(a, FakeCudaTensor((64, 64)), "nn", None, FakeCudaTensor((64, 64)), 0)
+except Exception as e:
+    print("gemm view:", type(e).__name__, e, flush=True)
 '''
 
 
@@ -51,3 +63,6 @@ def test_pinned_attention_through_the_python_device_path_on_the_fake_driver(tmp_
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "pinned 2" in r.stdout, r.stdout + r.stderr
+    assert "views pinned 3" in r.stdout, r.stdout + r.stderr
+    assert "gemm view: ValueError" in r.stdout and "takes it only contiguous" in r.stdout, \
+        r.stdout + r.stderr

@@ -87,3 +87,35 @@ def test_pin_defaults_runs_the_kernel_on_cuda():
         assert tilepilot.counters("attention")["pinned"] == 1, tilepilot.dispatch_summary()
     finally:
         tilepilot.configure(releases=[])
+
+
+def test_torch_op_reads_head_views_in_place():
+    """[B, S, H, D] projections viewed as [B, H, S, D] (how transformers passes q, k, v) run the
+    pinned kernel on the views themselves: the same output as on contiguous copies, bit for bit,
+    and no copy of q, k or v inside the op."""
+    tilepilot.configure(releases=[])
+    try:
+        B, S, H, Hkv, D = 2, 256, 8, 2, 128
+        tilepilot.pin_defaults("attention", [{"B": B, "H": H, "Hkv": Hkv, "S": S, "Skv": S,
+                                              "D": D, "causal": 1}])
+        q = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        kv = torch.randn(B, S, 2 * Hkv, D, device="cuda", dtype=torch.bfloat16)
+        k, v = kv[:, :, :Hkv].transpose(1, 2), kv[:, :, Hkv:].transpose(1, 2)
+        assert not q.is_contiguous() and not k.is_contiguous()
+        o_view = torch.ops.tilepilot.attention(q, k, v, True, None)
+        o_dense = torch.ops.tilepilot.attention(q.contiguous(), k.contiguous(), v.contiguous(),
+                                                True, None)
+        torch.cuda.synchronize()
+        assert tilepilot.counters("attention")["pinned"] == 2, tilepilot.dispatch_summary()
+        assert o_view.is_contiguous()
+        assert torch.equal(o_view, o_dense)
+        kk, vv = (t.float().repeat_interleave(H // Hkv, dim=1) for t in (k, v))
+        want = torch.nn.functional.scaled_dot_product_attention(q.float(), kk, vv, is_causal=True)
+        torch.testing.assert_close(o_view.float(), want, atol=2e-2, rtol=2e-2)
+        # The op makes no copy of its inputs: only O is allocated.
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_stats()["allocation.all.allocated"]
+        torch.ops.tilepilot.attention(q, k, v, True, None)
+        assert torch.cuda.memory_stats()["allocation.all.allocated"] - before == 1
+    finally:
+        tilepilot.configure(releases=[])

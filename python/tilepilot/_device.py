@@ -76,8 +76,8 @@ def torch_stream(device_index: int) -> int:
 def run_torch(op: str, tensors, options: dict) -> None:
     """Enqueues `op` on torch CUDA tensors (inputs, then the outputs it writes) on their device's
     current torch stream. For tilepilot.torch_ops, which has made gemm()'s and attention()'s
-    checks once per call signature: none are repeated here. The tensors must be contiguous and
-    not require grad."""
+    checks once per call signature: none are repeated here. The tensors must not require grad,
+    and be contiguous except where the operator reads views in place (attention's q, k, v)."""
     _core.run_cuda(op, tensors, options, torch_stream(tensors[0].device.index))
 
 

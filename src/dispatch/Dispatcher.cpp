@@ -1,9 +1,11 @@
 // The dispatcher: decide, run (pinned or fallback), count, log once.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 #include "dispatch/DispatcherImpl.h"
+#include "ops/ParseHelpers.h"
 
 namespace tp::ops {
 
@@ -107,10 +109,50 @@ dispatch::DeviceRun& Dispatcher::Impl::device_run() {
 
 namespace {
 
+/// Whether `strides` (empty: contiguous) are the row-major ones of `shape`; a dimension of
+/// extent 1 may have any stride, as in PyTorch.
+bool contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  int64_t expect = 1;
+  for (size_t d = strides.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
 cuda::DeviceTensor device_tensor(const DeviceView& v, const std::string& op, size_t i) {
   if (v.ptr == 0)
     user_error() << "dispatch: " << op << " device tensor " << i << " has a null pointer";
-  return cuda::DeviceTensor(v.ptr, v.dtype, v.shape);
+  if (!v.strides.empty() && v.strides.size() != v.shape.size())
+    user_error() << "dispatch: " << op << " device tensor " << i << " has " << v.strides.size()
+                 << " strides for " << v.shape.size()
+                 << " dimensions; give one stride per dimension, or none for a contiguous tensor";
+  // A contiguous view travels without strides: the kernels' fast path, and one launch key.
+  if (contiguous(v.shape, v.strides)) return cuda::DeviceTensor(v.ptr, v.dtype, v.shape);
+  return cuda::DeviceTensor(v.ptr, v.dtype, v.shape, v.strides);
+}
+
+/// User error naming the argument when a strided view reaches one the operator takes only
+/// contiguous, or a strided one whose innermost stride is not 1 or whose start is not 16-byte
+/// aligned (what the kernels' strided parameters need, CudaKernel::launch).
+void check_views(const Operator& o, const Problem& p, const std::vector<cuda::DeviceTensor>& a) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].strides.empty()) continue;
+    if (!o.strided_arg(p, i))
+      user_error() << "dispatch: " << o.name() << " device tensor " << i
+                   << " is a strided view (strides " << shape_text(a[i].strides) << " for shape "
+                   << shape_text(a[i].shape) << "), and " << o.name()
+                   << " takes it only contiguous; pass a contiguous copy (.contiguous())";
+    if (a[i].strides.back() != 1)
+      user_error() << "dispatch: " << o.name() << " device tensor " << i << " has innermost "
+                   << "stride " << a[i].strides.back()
+                   << "; strided views need a unit innermost stride, so pass a contiguous copy";
+    // Checked here, not at the launch, so that a bad view never marks a pinned bucket broken.
+    if (a[i].ptr % 16 != 0)
+      user_error() << "dispatch: " << o.name() << " device tensor " << i << " is a strided view "
+                   << "starting at an address that is not 16-byte aligned (address % 16 = "
+                   << a[i].ptr % 16 << "); pass a contiguous copy";
+  }
 }
 
 } // namespace
@@ -185,6 +227,8 @@ void Dispatcher::run(const std::string& op, const std::vector<DeviceView>& args,
   for (size_t i = 0; i < args.size(); ++i)
     tensors.push_back(device_tensor(args[i], op, i));
   std::shared_ptr<const Problem> p = impl_->device_problem(op, args, options);
+  if (!std::all_of(tensors.begin(), tensors.end(), [](auto& t) { return t.strides.empty(); }))
+    check_views(find_operator(op), *p, tensors);
   dispatch::run_device(*impl_, *p, tensors, stream);
 }
 

@@ -79,6 +79,12 @@ void validate_program(const Operator& op, const Problem& p, const KernelProgram&
                                dtype_name(spec.dtype) + " " + shape_text(spec.shape) + ")";
       if (param.dtype != spec.dtype || param.rank() != static_cast<int>(spec.shape.size()))
         user_error() << where << ": " << what << "; the dtypes and ranks must agree";
+      // A strided view reaches every kernel its argument is bound to.
+      if (b < static_cast<int>(n) && op.strided_arg(p, static_cast<size_t>(b)) &&
+          param.strides.empty())
+        user_error() << where << ": " << what << ", which Operator::strided_arg says may be a "
+                     << "strided view, but the parameter is contiguous; declare it "
+                     << "Tensor(name, shape, dtype, tp::strided)";
       for (int d = 0; d < param.rank(); ++d)
         if (const auto* imm = ir::as<ir::IntImm>(param.shape[d]);
             imm && imm->value != spec.shape[d])

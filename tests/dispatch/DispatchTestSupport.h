@@ -9,6 +9,7 @@
 #include "release/Files.h"
 #include "release/ReleaseManifest.h"
 #include "tilepilot/dispatch.h"
+#include "tilepilot/interpret.h"
 
 namespace tp::test {
 
@@ -23,6 +24,21 @@ struct ReleaseCase {
 inline ops::Problem problem(const std::string& op, const std::string& shape,
                             DType dt = DType::bf16) {
   return ops::find_operator(op).parse(ops::parse_kv(shape, "shape"), dt);
+}
+
+/// `t` [B, H, S, D] copied into a [B, S, H, D + pad] buffer (`base`, its padding -7), and the
+/// view of it that reads as `t`: what a model's projection, viewed per head, hands to attention.
+inline HostView heads_view(const HostTensor& t, HostTensor& base, int64_t pad) {
+  const int64_t B = t.shape()[0], H = t.shape()[1], S = t.shape()[2], D = t.shape()[3];
+  const int64_t pitch = D + pad;
+  base = HostTensor(t.dtype(), {B, S, H, pitch});
+  base.fill(-7); // the padding must never be read into a result
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t d = 0; d < D; ++d)
+          base.set(((b * S + s) * H + h) * pitch + d, t.get(((b * H + h) * S + s) * D + d));
+  return HostView{&base, 0, t.shape(), {S * H * pitch, pitch, H * pitch, 1}};
 }
 
 /// A fresh, empty folder under the system temp dir.

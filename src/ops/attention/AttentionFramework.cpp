@@ -1,6 +1,8 @@
 // Attention's framework operator: cuDNN's fused attention (what SDPA runs on the GPU) where the
 // library loads and runs the problem; otherwise the unfused fp32 GPU reference, rounded into O's
 // dtype, which says why in its note so that no report calls it cuDNN.
+#include <algorithm>
+
 #include "ops/attention/AttentionOp.h"
 #include "ops/reference/GpuReference.h"
 #include "ops/vendor/CudnnAttention.h"
@@ -10,6 +12,18 @@
 namespace tp::ops {
 
 namespace {
+
+/// `d` with the strides of the call's Q, K and V views (AttentionOp::strided_arg); all zero,
+/// meaning contiguous, for a tensor passed without strides.
+AttentionDesc with_strides(AttentionDesc d, const std::vector<DeviceTensor>& a) {
+  std::array<int64_t, 4>* out[3] = {&d.q_stride, &d.k_stride, &d.v_stride};
+  for (int i = 0; i < 3; ++i) {
+    *out[i] = {};
+    const std::vector<int64_t>& st = a.at(i).strides;
+    if (st.size() == 4) std::copy(st.begin(), st.end(), out[i]->begin());
+  }
+  return d;
+}
 
 AttentionPtrs attention_ptrs(const AttentionDesc& d, const std::vector<DeviceTensor>& a) {
   AttentionPtrs p{a.at(0).ptr, a.at(1).ptr, a.at(2).ptr, a.at(3).ptr};
@@ -31,7 +45,9 @@ public:
       : dnn_(std::move(dnn)), d_(d) {}
   std::string name() const override { return "cuDNN " + dnn_->library().version_text(); }
   void run(const std::vector<DeviceTensor>& a, Stream s) override {
-    dnn_->run(d_, attention_ptrs(d_, a), reinterpret_cast<CUstream>(s));
+    // cuDNN keeps one plan per description, strides included.
+    const AttentionDesc d = with_strides(d_, a);
+    dnn_->run(d, attention_ptrs(d, a), reinterpret_cast<CUstream>(s));
   }
 
 private:
@@ -49,10 +65,11 @@ public:
   }
   void run(const std::vector<DeviceTensor>& a, Stream s) override {
     CUstream cs = reinterpret_cast<CUstream>(s);
-    AttentionPtrs p = attention_ptrs(d_, a);
+    const AttentionDesc d = with_strides(d_, a); // O stays contiguous: o32_ is
+    AttentionPtrs p = attention_ptrs(d, a);
     const CUdeviceptr o = p.o;
     p.o = o32_.ptr();
-    gpu_reference_attention(d_, p, cs);
+    gpu_reference_attention(d, p, cs);
     rt::convert_f32(o32_.ptr(), o, d_.B * d_.H * d_.S * d_.D, d_.dtype, cs);
   }
 
