@@ -123,14 +123,12 @@ def _exportable(t: torch.Tensor) -> torch.Tensor:
 
 
 def _view(t: torch.Tensor) -> torch.Tensor:
-    """t as the attention kernel reads it in place: contiguous, or a view with a unit innermost
-    stride, positive strides and a 16-byte aligned start (PyTorch's [B, S, H, D] projections
-    viewed as [B, H, S, D] are such views); else a contiguous copy. Detached when it requires
-    grad. The contiguous case is checked first: it costs one call."""
-    if not t.is_contiguous():
-        st = t.stride()
-        if st[-1] != 1 or min(st) <= 0 or t.data_ptr() % 16:
-            t = t.contiguous()
+    """t as the attention kernel reads it in place: a view with a unit innermost stride, positive
+    strides and a 16-byte aligned start (PyTorch's [B, S, H, D] projections viewed as
+    [B, H, S, D] are such views), else a contiguous copy. Detached when it requires grad."""
+    in_place = (t.stride(-1) == 1 and t.data_ptr() % 16 == 0
+                and all(st > 0 or n == 1 for st, n in zip(t.stride(), t.shape)))
+    t = t if in_place else t.contiguous()
     return t.detach() if t.requires_grad else t
 
 
@@ -216,25 +214,19 @@ def _attention(q, k, v, causal=False, scale=None):
     """SDPA-compatible attention: q [B, H, S, D], k and v [B, Hkv, Skv, D] (Hkv divides H)."""
     why = _verdict(("attention", q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device,
                     k.device, v.device, causal, scale), _attention_verdict, q, k, v, causal, scale)
-    # The result has q's layout, as the fake promises (empty_like): for [B, S, H, D] projections
-    # viewed per head, O is [B, S, H, D] memory too, so the model's transpose back is free.
-    out = torch.empty_like(q)
     if why is not None:
         _fallback("attention", *why)
-        r = _sdpa(q, k, v, causal, scale)
-        return r if r.stride() == out.stride() else out.copy_(r)
+        # The fake promises a contiguous result; SDPA on transposed views may return other strides.
+        return _sdpa(q, k, v, causal, scale).contiguous()
     q, k, v = _view(q), _view(k), _view(v)
-    st = out.stride()
-    # The kernel writes O in place where it can (unit innermost stride, positive strides).
-    dst = out if st[-1] == 1 and min(st) > 0 else torch.empty(q.shape, dtype=q.dtype,
-                                                               device=q.device)
-    _device.run_torch("attention", [q, k, v, dst], {"causal": "1" if causal else "0"})
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)  # contiguous, as the fake
+    _device.run_torch("attention", [q, k, v, out], {"causal": "1" if causal else "0"})
     _count("attention", None)
-    return out if dst is out else out.copy_(dst)
+    return out
 
 
 def _attention_fake(q, k, v, causal=False, scale=None):
-    return torch.empty_like(q)
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
 # --- registration ---------------------------------------------------------------------------
