@@ -196,3 +196,23 @@ def test_compiled_graph_holds_the_ops_as_single_nodes():
     # The ops themselves, not what their kernels call (matmul, SDPA): opaque to the trace.
     assert targets == {torch.ops.tilepilot.gemm.default, torch.ops.tilepilot.attention.default,
                        torch.ops.aten.add.Tensor}, targets
+
+
+def test_head_views_reach_the_kernel_uncopied(tilepilot_path_on_cpu):
+    """[B, S, H, D] projections viewed as [B, H, S, D] go to run_torch as those views (same
+    storage, same strides), O contiguous; a view the kernel cannot read in place (innermost
+    stride 2) arrives as a contiguous copy."""
+    _, runs = tilepilot_path_on_cpu
+    x = torch.randn(2, 16, 4, 32)  # [B, S, H, D + 16]: a padded row
+    q = x[..., :16].transpose(1, 2)  # [2, 4, 16, 16], strides (2048, 32, 128, 1)
+    kv = torch.randn(2, 16, 4, 16)
+    k, v = kv[:, :, :2].transpose(1, 2), kv[:, :, 2:].transpose(1, 2)
+    o = torch.ops.tilepilot.attention(q, k, v, True)
+    (_, tensors, _), = runs
+    for sent, given in zip(tensors[:3], (q, k, v)):
+        assert sent.data_ptr() == given.data_ptr() and sent.stride() == given.stride()
+    assert tensors[3] is o and o.is_contiguous() and bool((o == 7).all())
+    odd = torch.randn(2, 4, 16, 32)[..., ::2]  # innermost stride 2
+    torch.ops.tilepilot.attention(odd, k, v, True)
+    assert runs[1][1][0].is_contiguous() and runs[1][1][0].data_ptr() != odd.data_ptr()
+    torch.testing.assert_close(runs[1][1][0], odd)

@@ -123,12 +123,14 @@ def _exportable(t: torch.Tensor) -> torch.Tensor:
 
 
 def _view(t: torch.Tensor) -> torch.Tensor:
-    """t as the attention kernel reads it in place: a view with a unit innermost stride, positive
-    strides and a 16-byte aligned start (PyTorch's [B, S, H, D] projections viewed as
-    [B, H, S, D] are such views), else a contiguous copy. Detached when it requires grad."""
-    in_place = (t.stride(-1) == 1 and t.data_ptr() % 16 == 0
-                and all(st > 0 or n == 1 for st, n in zip(t.stride(), t.shape)))
-    t = t if in_place else t.contiguous()
+    """t as the attention kernel reads it in place: contiguous, or a view with a unit innermost
+    stride, positive strides and a 16-byte aligned start (PyTorch's [B, S, H, D] projections
+    viewed as [B, H, S, D] are such views); else a contiguous copy. Detached when it requires
+    grad. The contiguous case is checked first: it costs one call."""
+    if not t.is_contiguous():
+        st = t.stride()
+        if st[-1] != 1 or min(st) <= 0 or t.data_ptr() % 16:
+            t = t.contiguous()
     return t.detach() if t.requires_grad else t
 
 
@@ -219,7 +221,7 @@ def _attention(q, k, v, causal=False, scale=None):
         # The fake promises a contiguous result; SDPA on transposed views may return other strides.
         return _sdpa(q, k, v, causal, scale).contiguous()
     q, k, v = _view(q), _view(k), _view(v)
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)  # contiguous, as the fake
+    out = q.new_empty(q.shape)  # contiguous, as the fake
     _device.run_torch("attention", [q, k, v, out], {"causal": "1" if causal else "0"})
     _count("attention", None)
     return out
