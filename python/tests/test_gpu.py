@@ -91,8 +91,8 @@ def test_pin_defaults_runs_the_kernel_on_cuda():
 
 def test_torch_op_reads_head_views_in_place():
     """[B, S, H, D] projections viewed as [B, H, S, D] (how transformers passes q, k, v) run the
-    pinned kernel on the views themselves: the same output as on contiguous copies, bit for bit,
-    and no copy of q, k or v inside the op."""
+    pinned kernel on the views themselves, O written in q's layout: the same output as on
+    contiguous copies, bit for bit, and no copy of q, k, v or O inside the op."""
     tilepilot.configure(releases=[])
     try:
         B, S, H, Hkv, D = 2, 256, 8, 2, 128
@@ -107,12 +107,14 @@ def test_torch_op_reads_head_views_in_place():
                                                 True, None)
         torch.cuda.synchronize()
         assert tilepilot.counters("attention")["pinned"] == 2, tilepilot.dispatch_summary()
-        assert o_view.is_contiguous()
+        # O in q's layout: [B, S, H, D] memory, written in place by the kernel.
+        assert o_view.stride() == q.stride() and o_view.transpose(1, 2).is_contiguous()
+        assert o_dense.is_contiguous()
         assert torch.equal(o_view, o_dense)
         kk, vv = (t.float().repeat_interleave(H // Hkv, dim=1) for t in (k, v))
         want = torch.nn.functional.scaled_dot_product_attention(q.float(), kk, vv, is_causal=True)
         torch.testing.assert_close(o_view.float(), want, atol=2e-2, rtol=2e-2)
-        # The op makes no copy of its inputs: only O is allocated.
+        # The op makes no copy: only O is allocated.
         torch.cuda.synchronize()
         before = torch.cuda.memory_stats()["allocation.all.allocated"]
         torch.ops.tilepilot.attention(q, k, v, True, None)

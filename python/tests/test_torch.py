@@ -198,10 +198,10 @@ def test_compiled_graph_holds_the_ops_as_single_nodes():
                        torch.ops.aten.add.Tensor}, targets
 
 
-def test_head_views_reach_the_kernel_uncopied(tilepilot_path_on_cpu):
+def test_head_views_reach_the_kernel_uncopied_and_o_takes_q_layout(tilepilot_path_on_cpu):
     """[B, S, H, D] projections viewed as [B, H, S, D] go to run_torch as those views (same
-    storage, same strides), O contiguous; a view the kernel cannot read in place (innermost
-    stride 2) arrives as a contiguous copy."""
+    storage, same strides) and the output is [B, S, H, D] memory; a view the kernel cannot read
+    in place (innermost stride 2) arrives as a contiguous copy."""
     _, runs = tilepilot_path_on_cpu
     x = torch.randn(2, 16, 4, 32)  # [B, S, H, D + 16]: a padded row
     q = x[..., :16].transpose(1, 2)  # [2, 4, 16, 16], strides (2048, 32, 128, 1)
@@ -211,8 +211,22 @@ def test_head_views_reach_the_kernel_uncopied(tilepilot_path_on_cpu):
     (_, tensors, _), = runs
     for sent, given in zip(tensors[:3], (q, k, v)):
         assert sent.data_ptr() == given.data_ptr() and sent.stride() == given.stride()
-    assert tensors[3] is o and o.is_contiguous() and bool((o == 7).all())
+    assert o.stride() == torch.empty_like(q).stride() and o.transpose(1, 2).is_contiguous()
+    assert tensors[3] is o and bool((o == 7).all())
     odd = torch.randn(2, 4, 16, 32)[..., ::2]  # innermost stride 2
     torch.ops.tilepilot.attention(odd, k, v, True)
     assert runs[1][1][0].is_contiguous() and runs[1][1][0].data_ptr() != odd.data_ptr()
     torch.testing.assert_close(runs[1][1][0], odd)
+
+
+def test_opcheck_on_head_views():
+    """Fake and real agree on the output's layout when q is a per-head view (the fallback path
+    here, on the CPU: SDPA's result is copied into q's layout where its strides differ)."""
+    x = torch.randn(1, 5, 2, 16)
+    q = x.transpose(1, 2)
+    torch.library.opcheck(torch.ops.tilepilot.attention.default, (q, q.clone(), q.clone(), True,
+                                                                  None))
+    o = torch.ops.tilepilot.attention(q, q, q, True, None)
+    assert o.stride() == torch.empty_like(q).stride()
+    torch.testing.assert_close(o, torch.nn.functional.scaled_dot_product_attention(
+        q, q, q, is_causal=True))

@@ -40,6 +40,8 @@ def tilepilot_attention(module: torch.nn.Module, query: torch.Tensor, key: torch
                                       dropout=dropout, scaling=scaling, is_causal=is_causal,
                                       **kwargs)
     out = torch.ops.tilepilot.attention(query, key, value, is_causal, scaling)
+    # out has query's layout: [B, S, H, D] memory for transformers' per-head views, where this
+    # .contiguous() copies nothing.
     return out.transpose(1, 2).contiguous(), None
 
 

@@ -216,19 +216,25 @@ def _attention(q, k, v, causal=False, scale=None):
     """SDPA-compatible attention: q [B, H, S, D], k and v [B, Hkv, Skv, D] (Hkv divides H)."""
     why = _verdict(("attention", q.shape, k.shape, v.shape, q.dtype, k.dtype, v.dtype, q.device,
                     k.device, v.device, causal, scale), _attention_verdict, q, k, v, causal, scale)
+    # The result has q's layout, as the fake promises (empty_like): for [B, S, H, D] projections
+    # viewed per head, O is [B, S, H, D] memory too, so the model's transpose back is free.
+    out = torch.empty_like(q)
     if why is not None:
         _fallback("attention", *why)
-        # The fake promises a contiguous result; SDPA on transposed views may return other strides.
-        return _sdpa(q, k, v, causal, scale).contiguous()
+        r = _sdpa(q, k, v, causal, scale)
+        return r if r.stride() == out.stride() else out.copy_(r)
     q, k, v = _view(q), _view(k), _view(v)
-    out = q.new_empty(q.shape)  # contiguous, as the fake
-    _device.run_torch("attention", [q, k, v, out], {"causal": "1" if causal else "0"})
+    st = out.stride()
+    # The kernel writes O in place where it can (unit innermost stride, positive strides).
+    dst = out if st[-1] == 1 and min(st) > 0 else torch.empty(q.shape, dtype=q.dtype,
+                                                               device=q.device)
+    _device.run_torch("attention", [q, k, v, dst], {"causal": "1" if causal else "0"})
     _count("attention", None)
-    return out
+    return out if dst is out else out.copy_(dst)
 
 
 def _attention_fake(q, k, v, causal=False, scale=None):
-    return torch.empty_like(q, memory_format=torch.contiguous_format)
+    return torch.empty_like(q)
 
 
 # --- registration ---------------------------------------------------------------------------

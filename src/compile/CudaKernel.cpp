@@ -99,13 +99,39 @@ unsigned persistent_grid(CUfunction fn, int threads, int64_t smem) {
 CudaKernel::CudaKernel(Kernel k, std::string arch, bool bypass_cache)
     : kernel_(std::move(k)), arch_(std::move(arch)), bypass_cache_(bypass_cache) {}
 
-CudaKernel::Variant& CudaKernel::variant(bool tma) {
-  Variant& v = tma ? tma_ : plain_;
+uint64_t CudaKernel::view_params(const std::vector<DeviceTensor>& args) const {
+  uint64_t m = 0;
+  const ir::KernelNode& k = kernel_.node();
+  for (size_t i = 0; i < k.params.size() && i < 64 && i < args.size(); ++i) {
+    if (k.params[i]->strides.empty()) continue;
+    const DeviceTensor& a = args[i];
+    bool dense = true;
+    int64_t expect = 1; // row-major strides; a dimension of extent 1 may have any stride
+    for (size_t d = a.strides.size(); dense && d-- > 0;) {
+      dense = a.shape[d] == 1 || a.strides[d] == expect;
+      expect *= a.shape[d];
+    }
+    if (!dense) m |= uint64_t{1} << i;
+  }
+  return m;
+}
+
+const LoweredKernel& CudaKernel::lowered(bool tma, uint64_t views) {
+  Variant& v = variants_[{tma, views}];
+  if (!v.lowered) {
+    passes::Target t = passes::Target::parse(arch_);
+    t.allow_tma = tma;
+    t.view_params = views;
+    v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
+  }
+  return *v.lowered;
+}
+
+CudaKernel::Variant& CudaKernel::variant(bool tma, uint64_t views) {
+  Variant& v = variants_[{tma, views}];
   if (v.ready) return v;
   auto t0 = std::chrono::steady_clock::now();
-  passes::Target t = passes::Target::parse(arch_);
-  t.allow_tma = tma;
-  v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
+  lowered(tma, views);
   v.timings.passes = seconds_since(t0);
   v.jit = rt::jit_load(v.lowered->source, v.lowered->entry, v.lowered->canonical_ir, arch_, {},
                        bypass_cache_);
@@ -119,16 +145,11 @@ CudaKernel::Variant& CudaKernel::variant(bool tma) {
 }
 
 const LoweredKernel& CudaKernel::lowered(bool tma) {
-  Variant& v = tma ? tma_ : plain_;
-  if (!v.lowered) {
-    passes::Target t = passes::Target::parse(arch_);
-    t.allow_tma = tma;
-    v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
-  }
-  return *v.lowered;
+  return lowered(tma, 0);
 }
 
 bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
+  // Which tensors TMA loads does not depend on views: any variant's list will do.
   const LoweredKernel& lk = lowered(true);
   for (const TmaParam& p : lk.tmas) {
     const DeviceTensor& t = args.at(p.param);
@@ -148,7 +169,7 @@ bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
 }
 
 const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args) {
-  return variant(wants_tma(args)).timings;
+  return variant(wants_tma(args), view_params(args)).timings;
 }
 
 void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
@@ -221,7 +242,7 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
                    << "' starts at an address that is not 16-byte aligned (address % 16 = "
                    << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
-  Variant& v = variant(wants_tma(args));
+  Variant& v = variant(wants_tma(args), view_params(args));
   std::array<unsigned, 3> grid = bound_.grid;
   // A tensor map depends only on its tensor's address, shape, strides and dtype: reuse the last
   // launch's maps when those are unchanged (the common case of a hot kernel called on the same

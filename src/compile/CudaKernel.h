@@ -47,6 +47,7 @@ public:
               CUstream stream = nullptr);
   /// Compiles (and loads) the variant `args` need without launching; returns its timings.
   const CompileTimings& prepare(const std::vector<DeviceTensor>& args);
+  /// The variant for contiguous arguments (strided parameters' included): with TMA or not.
   const LoweredKernel& lowered(bool tma = true);
   const Kernel& kernel() const { return kernel_; }
   /// Whether a launch whose dtypes, shapes, strides and scalars repeat the last launch's reuses
@@ -67,7 +68,12 @@ private:
   /// The TMA variant takes the launch when every TMA-loaded tensor has a 16-byte aligned
   /// address and row pitch (strided: unit innermost stride and outer strides 16-byte multiples).
   bool wants_tma(const std::vector<DeviceTensor>& args);
-  Variant& variant(bool tma);
+  /// Bit i: strided parameter i gets a non-contiguous view in this launch (passes::Target::
+  /// view_params); the others are indexed as contiguous in the variant the launch takes. A
+  /// kernel with more than 64 parameters indexes those past 64 as views always.
+  uint64_t view_params(const std::vector<DeviceTensor>& args) const;
+  Variant& variant(bool tma, uint64_t views);
+  const LoweredKernel& lowered(bool tma, uint64_t views);
 
   /// What the last launch derived from its arguments' dtypes, shapes and strides and from its
   /// scalars alone (not addresses): checked by bind_args and the 32-bit and grid checks.
@@ -86,7 +92,9 @@ private:
   Kernel kernel_;
   std::string arch_;
   bool bypass_cache_;
-  Variant tma_, plain_;
+  /// By (TMA or not, view_params): a kernel called with views and with contiguous tensors
+  /// compiles both.
+  std::map<std::pair<bool, uint64_t>, Variant> variants_;
   /// Persistent kernels' tile counters, one per stream so that launches on different streams
   /// never share one (launches on one stream run in order, and each leaves its counter zero).
   std::map<CUstream, rt::DeviceBuffer> sched_;

@@ -47,9 +47,16 @@ const Buffer& LowerContext::reg(const Buffer& frag) const {
   return it->second;
 }
 
+bool LowerContext::strided(const Buffer& b) const {
+  if (b->strides.empty()) return false;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i]->uid == b->uid) return i < 64 && ((target.view_params >> i) & 1);
+  return true;
+}
+
 Expr LowerContext::global_index(const Buffer& b, const std::vector<Expr>& idx) const {
   internal_assert(static_cast<int>(idx.size()) == b->rank()) << "index rank for " << b->name;
-  if (!b->strides.empty()) {
+  if (strided(b)) {
     Expr flat = idx[0] * b->strides[0];
     for (int d = 1; d < b->rank(); ++d)
       flat = flat + idx[d] * b->strides[d];
@@ -62,7 +69,7 @@ Expr LowerContext::global_index(const Buffer& b, const std::vector<Expr>& idx) c
 }
 
 Expr LowerContext::rows_aligned(const Buffer& b, int64_t per) const {
-  if (b->strides.empty()) return b->shape.back() % per == 0;
+  if (!strided(b)) return b->shape.back() % per == 0;
   Expr ok = b->strides.back() == 1;
   for (int d = 0; d + 1 < b->rank(); ++d)
     ok = ok && b->strides[d] % per == 0;
@@ -70,7 +77,7 @@ Expr LowerContext::rows_aligned(const Buffer& b, int64_t per) const {
 }
 
 Expr LowerContext::inner_contiguous(const Buffer& b) const {
-  if (b->strides.empty()) return Expr(true);
+  if (!strided(b)) return Expr(true);
   return b->strides.back() == 1;
 }
 

@@ -58,6 +58,9 @@ struct LowerContext {
   ir::Stmt thread_barrier() const;
   /// Register array of a register-resident fragment.
   const ir::Buffer& reg(const ir::Buffer& frag) const;
+  /// Whether global tensor b is indexed through stride parameters: declared strided, and a
+  /// view in the target's launches (Target::view_params).
+  bool strided(const ir::Buffer& b) const;
   /// Flat index into a global tensor.
   Expr global_index(const ir::Buffer& b, const std::vector<Expr>& idx) const;
   /// Every row of global tensor b starts `per` elements aligned (given an aligned base) and its

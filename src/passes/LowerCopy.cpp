@@ -122,7 +122,7 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
     std::vector<Expr> idx_end = idx;
     idx_end.back() = idx_end.back() + (vec - 1);
     Expr full = cx.global_in_bounds(g.buffer, idx) && cx.global_in_bounds(g.buffer, idx_end);
-    if (!g.buffer->strides.empty()) full = full && cx.inner_contiguous(g.buffer);
+    if (cx.strided(g.buffer)) full = full && cx.inner_contiguous(g.buffer);
     Expr gptr = call_expr("tp.ptr", {cx.global_index(g.buffer, idx)}, DType::i32, {g.buffer});
     Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
     Expr rawp = raw ? call_expr("tp.ptr", {q * words}, DType::i32, {raw}) : Expr();
@@ -307,7 +307,7 @@ ir::Stmt paired_store(const LowerContext& cx, const ir::Copy* op) {
   // Both in bounds and the pair's first element aligned for the wide store (even row length,
   // even column); otherwise element by element, dropping what is out of bounds.
   Expr both = cx.global_in_bounds(dst.buffer, idx1) && flat % 2 == 0;
-  if (!dst.buffer->strides.empty()) both = both && cx.inner_contiguous(dst.buffer);
+  if (cx.strided(dst.buffer)) both = both && cx.inner_contiguous(dst.buffer);
   ir::Stmt fast =
       call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
   ir::Stmt slow = seq({write(cx, dst, c0, v0), write(cx, dst, coords(cx, l, r1), v1)});

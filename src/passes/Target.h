@@ -13,13 +13,22 @@ struct Target {
   /// False: plan only (a tuner's estimate), and let the caller compare the shared memory it
   /// needs with the device's; true: a kernel over the limit is a user error.
   bool enforce_smem_limit = true;
+  /// Bit i set: parameter i (declared strided) is a strided view in this variant's launches
+  /// and is indexed through its stride parameters. Clear: it is indexed as a contiguous tensor
+  /// (its stride parameters stay in the signature, unread), so contiguous arguments run the
+  /// code a contiguous declaration gives, as Triton specializes on unit strides. CudaKernel
+  /// picks the variant per launch; lowering elsewhere (show, the tuner) sees contiguous ones.
+  uint64_t view_params = 0;
 
   bool sm90() const { return arch == "sm_90a"; }
   bool wgmma() const { return sm90(); }
   bool tma() const { return sm90() && allow_tma; }
   /// Largest dynamic shared memory a block may opt into, in bytes.
   int64_t smem_limit() const { return sm90() ? 232448 : 166912; }
-  std::string str() const { return arch + (sm90() && !allow_tma ? "-notma" : ""); }
+  std::string str() const {
+    return arch + (sm90() && !allow_tma ? "-notma" : "") +
+           (view_params ? "-views" + std::to_string(view_params) : "");
+  }
   /// "sm_90a" | "sm_80"; user error naming the choices otherwise.
   static Target parse(const std::string& arch);
 };

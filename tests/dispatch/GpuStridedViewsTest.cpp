@@ -1,7 +1,7 @@
-// Attention on strided Q, K, V views on the GPU (label gpu): [B, S, H, D] buffers viewed as
-// [B, H, S, D], as a PyTorch model's projections reach attention, read in place by the pinned
-// kernel (TMA when the row pitch is a 16-byte multiple, the plain variant otherwise), by cuDNN
-// and by the unfused reference. Each output is checked against the fp64 reference of the
+// Attention on strided Q, K, V and O views on the GPU (label gpu): [B, S, H, D] buffers viewed
+// as [B, H, S, D], as a PyTorch model's projections reach attention, read and written in place
+// by the pinned kernel (TMA when the row pitch is a 16-byte multiple, the plain variant
+// otherwise), by cuDNN and by the unfused reference. Each output is checked against the fp64 reference of the
 // contiguous inputs; the pinned kernel's TMA run also against its own contiguous run, bit for bit.
 #include <cmath>
 #include <cstring>
@@ -20,24 +20,25 @@ using test::problem;
 
 namespace {
 
-/// The call's four tensors on the device: Q, K and V as heads views with K's rows padded by
-/// `k_pad` elements (or contiguous, `views` false), O contiguous and NaN.
+/// The call's four tensors on the device: as heads views with K's rows padded by `k_pad`
+/// elements and O's by 8 (or contiguous, `views` false); O starts as NaN.
 struct Call {
   std::vector<rt::DeviceBuffer> bufs;
   std::vector<DeviceView> views;
+  HostTensor o_base; // O's buffer as the host sees it (a heads view's base, or O itself)
   Call(const std::vector<HostTensor>& args, bool as_views, int64_t k_pad) {
     for (int i = 0; i < 4; ++i) {
       HostTensor base;
       const HostTensor* src = &args[i];
       std::vector<int64_t> strides;
-      if (as_views && i < 3) {
-        HostView v = heads_view(args[i], base, i == 1 ? k_pad : 0);
+      if (as_views) {
+        HostView v = heads_view(args[i], base, i == 1 ? k_pad : i == 3 ? 8 : 0);
         src = &base;
         strides = v.strides;
       }
       bufs.emplace_back(src->bytes());
       if (i == 3)
-        bufs.back().memset(0xff);
+        o_base = *src;
       else
         bufs.back().upload(src->data(), src->bytes());
       views.push_back({bufs.back().ptr(), args[i].dtype(), args[i].shape(), strides});
@@ -47,11 +48,29 @@ struct Call {
     bufs[3].memset(0xff);
     d.attention(views[0], views[1], views[2], views[3], causal);
   }
+  /// O gathered into a contiguous [B, H, S, D] tensor.
   HostTensor out() {
     TILEPILOT_CU(rt::driver().cuCtxSynchronize());
-    HostTensor h(views[3].dtype, views[3].shape);
-    bufs[3].download(h.data(), h.bytes());
+    bufs[3].download(o_base.data(), o_base.bytes());
+    const DeviceView& o = views[3];
+    if (o.strides.empty()) return o_base;
+    HostTensor h(o.dtype, o.shape);
+    int64_t i = 0;
+    for (int64_t b = 0; b < o.shape[0]; ++b)
+      for (int64_t hh = 0; hh < o.shape[1]; ++hh)
+        for (int64_t s = 0; s < o.shape[2]; ++s)
+          for (int64_t d = 0; d < o.shape[3]; ++d)
+            h.set(i++, o_base.get(b * o.strides[0] + hh * o.strides[1] + s * o.strides[2] +
+                                  d * o.strides[3]));
     return h;
+  }
+  /// Whether O's row padding (a view's elements past D) still holds the NaN of run().
+  bool padding_untouched() const {
+    const int64_t pitch = views[3].strides.at(2) / views[3].shape[1], D = views[3].shape[3];
+    for (int64_t r = 0; r < o_base.numel() / pitch; ++r)
+      for (int64_t d = D; d < pitch; ++d)
+        if (!std::isnan(o_base.get(r * pitch + d))) return false;
+    return true;
   }
 };
 
@@ -74,7 +93,7 @@ int64_t wrong(const Problem& p, const std::vector<HostTensor>& args, const HostT
 
 } // namespace
 
-TEST(GpuStridedViews, AttentionReadsHeadViewsInPlaceOnEveryPath) {
+TEST(GpuStridedViews, AttentionReadsAndWritesHeadViewsInPlaceOnEveryPath) {
   for (const char* shape : {"B=2,H=8,Hkv=2,S=200,Skv=200,D=128,causal=1",
                             "B=1,H=4,Hkv=4,S=77,Skv=300,D=64,causal=0"}) {
     SCOPED_TRACE(shape);
@@ -95,15 +114,18 @@ TEST(GpuStridedViews, AttentionReadsHeadViewsInPlaceOnEveryPath) {
     EXPECT_EQ(wrong(p, args, want), 0);
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.bytes()), 0) << "TMA on views";
     EXPECT_EQ(wrong(p, args, plain.out()), 0) << "plain variant on views";
+    EXPECT_TRUE(tma.padding_untouched() && plain.padding_untouched());
     EXPECT_EQ(d.counters("attention").pinned, 3);
     d.force_fallback("attention", true);
     tma.run(d, causal);
     EXPECT_EQ(wrong(p, args, tma.out()), 0) << "cuDNN on views";
+    EXPECT_TRUE(tma.padding_untouched()) << "cuDNN";
     DispatchOptions o = test::capture_log(&log);
     o.disable_libraries = {"cuDNN"};
     Dispatcher unfused(o);
     plain.run(unfused, causal);
     EXPECT_EQ(wrong(p, args, plain.out()), 0) << "unfused reference on views";
+    EXPECT_TRUE(plain.padding_untouched()) << "unfused reference";
     EXPECT_EQ(unfused.counters("attention").fallback_impl["unfused fp32 GPU reference"], 1);
   }
 }

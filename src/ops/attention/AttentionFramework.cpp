@@ -13,11 +13,11 @@ namespace tp::ops {
 
 namespace {
 
-/// `d` with the strides of the call's Q, K and V views (AttentionOp::strided_arg); all zero,
-/// meaning contiguous, for a tensor passed without strides.
+/// `d` with the strides of the call's Q, K, V and O views (AttentionOp::strided_arg); all
+/// zero, meaning contiguous, for a tensor passed without strides.
 AttentionDesc with_strides(AttentionDesc d, const std::vector<DeviceTensor>& a) {
-  std::array<int64_t, 4>* out[3] = {&d.q_stride, &d.k_stride, &d.v_stride};
-  for (int i = 0; i < 3; ++i) {
+  std::array<int64_t, 4>* out[4] = {&d.q_stride, &d.k_stride, &d.v_stride, &d.o_stride};
+  for (int i = 0; i < 4; ++i) {
     *out[i] = {};
     const std::vector<int64_t>& st = a.at(i).strides;
     if (st.size() == 4) std::copy(st.begin(), st.end(), out[i]->begin());
@@ -65,12 +65,14 @@ public:
   }
   void run(const std::vector<DeviceTensor>& a, Stream s) override {
     CUstream cs = reinterpret_cast<CUstream>(s);
-    const AttentionDesc d = with_strides(d_, a); // O stays contiguous: o32_ is
+    AttentionDesc d = with_strides(d_, a);
+    const std::array<int64_t, 4> o_strides = d.o_strides();
+    d.o_stride = {}; // the fp32 result is contiguous: o32_
     AttentionPtrs p = attention_ptrs(d, a);
     const CUdeviceptr o = p.o;
     p.o = o32_.ptr();
     gpu_reference_attention(d, p, cs);
-    rt::convert_f32(o32_.ptr(), o, d_.B * d_.H * d_.S * d_.D, d_.dtype, cs);
+    rt::convert_f32_to_view(o32_.ptr(), o, {d.B, d.H, d.S, d.D}, o_strides, d.dtype, cs);
   }
 
 private:

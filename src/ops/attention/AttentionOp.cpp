@@ -22,10 +22,11 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
   const double scale = v.scale > 0 ? v.scale : 1.0 / std::sqrt(static_cast<double>(D));
   const DType dt = v.dtype;
   Dim Bd("B"), H("H"), Hkv("Hkv"), S("S"), Skv("Skv");
-  // Strided: a view is read in place (TMA takes its strides; the plain variant indexes them).
+  // Strided: views are read and written in place (TMA takes their strides; the plain variant
+  // and the output's stores index them).
   Tensor Q("Q", {Bd, H, S, D}, dt, strided), K("K", {Bd, Hkv, Skv, D}, dt, strided),
       V("V", {Bd, Hkv, Skv, D}, dt, strided);
-  Tensor O("O", {Bd, H, S, D}, dt);
+  Tensor O("O", {Bd, H, S, D}, dt, strided);
   Tensor LSE("LSE", {Bd, H, S}, f32), lens("lens", {Bd}, i32);
   std::vector<Tensor> params = {Q, K, V, O};
   if (v.lse) params.push_back(LSE);

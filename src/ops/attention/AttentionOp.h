@@ -45,9 +45,9 @@ public:
   std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem& p) const override;
-  /// Q, K and V may be strided views (the [B, S, H, D] projections viewed as [B, H, S, D] that
-  /// PyTorch models pass), read in place; O, LSE and lens are contiguous.
-  bool strided_arg(const Problem&, size_t i) const override { return i < 3; }
+  /// Q, K, V and O may be strided views (the [B, S, H, D] projections viewed as [B, H, S, D]
+  /// that PyTorch models pass, and an output in that layout); LSE and lens are contiguous.
+  bool strided_arg(const Problem&, size_t i) const override { return i < 4; }
   double flops(const Problem& p) const override;
   double min_bytes(const Problem& p) const override;
   std::string unsupported_on(const Problem& p, const std::string& arch) const override;
