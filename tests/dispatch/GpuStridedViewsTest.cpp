@@ -1,8 +1,9 @@
 // Attention on strided Q, K, V and O views on the GPU (label gpu): [B, S, H, D] buffers viewed
 // as [B, H, S, D], as a PyTorch model's projections reach attention, read and written in place
 // by the pinned kernel (TMA when the row pitch is a 16-byte multiple, the plain variant
-// otherwise), by cuDNN and by the unfused reference. Each output is checked against the fp64 reference of the
-// contiguous inputs; the pinned kernel's TMA run also against its own contiguous run, bit for bit.
+// otherwise), by cuDNN and by the unfused reference. Each output is checked against the fp64
+// reference of the contiguous inputs; the pinned kernel's TMA run also against its own contiguous
+// run, bit for bit.
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
@@ -81,7 +82,8 @@ int64_t wrong(const Problem& p, const std::vector<HostTensor>& args, const HostT
   int64_t bad = 0;
   for (int64_t b = 0; b < p.at("B"); ++b)
     for (int64_t h = 0; h < p.at("H"); ++h) {
-      std::vector<double> ref = op.reference(p, args, Box{3, {b, h, 0, 0}, {1, 1, p.at("S"), p.at("D")}});
+      std::vector<double> ref =
+          op.reference(p, args, Box{3, {b, h, 0, 0}, {1, 1, p.at("S"), p.at("D")}});
       const int64_t base = (b * p.at("H") + h) * p.at("S") * p.at("D");
       for (size_t i = 0; i < ref.size(); ++i) {
         double g = got.get(base + static_cast<int64_t>(i));
@@ -94,8 +96,8 @@ int64_t wrong(const Problem& p, const std::vector<HostTensor>& args, const HostT
 } // namespace
 
 TEST(GpuStridedViews, AttentionReadsAndWritesHeadViewsInPlaceOnEveryPath) {
-  for (const char* shape : {"B=2,H=8,Hkv=2,S=200,Skv=200,D=128,causal=1",
-                            "B=1,H=4,Hkv=4,S=77,Skv=300,D=64,causal=0"}) {
+  for (const char* shape :
+       {"B=2,H=8,Hkv=2,S=200,Skv=200,D=128,causal=1", "B=1,H=4,Hkv=4,S=77,Skv=300,D=64,causal=0"}) {
     SCOPED_TRACE(shape);
     Problem p = problem("attention", shape);
     const bool causal = p.at("causal") != 0;
@@ -108,7 +110,7 @@ TEST(GpuStridedViews, AttentionReadsAndWritesHeadViewsInPlaceOnEveryPath) {
                                     {{p, find_operator("attention").default_config(p, dev.arch)}}));
     Call dense(args, false, 0), tma(args, true, 8), plain(args, true, 4);
     dense.run(d, causal);
-    tma.run(d, causal); // pitch D + 8: 16-byte multiple rows, the TMA variant
+    tma.run(d, causal);   // pitch D + 8: 16-byte multiple rows, the TMA variant
     plain.run(d, causal); // pitch D + 4: 8-byte rows, the plain variant
     HostTensor want = dense.out(), got = tma.out();
     EXPECT_EQ(wrong(p, args, want), 0);

@@ -33,8 +33,8 @@ std::string message_of(const std::function<void()>& f) {
 } // namespace
 
 TEST(StridedViews, AttentionOnHeadViewsMatchesTheContiguousRunBitForBit) {
-  for (const char* shape : {"B=2,H=4,Hkv=2,S=40,Skv=40,D=64,causal=1",
-                            "B=1,H=2,Hkv=1,S=33,Skv=70,D=64,causal=0"}) {
+  for (const char* shape :
+       {"B=2,H=4,Hkv=2,S=40,Skv=40,D=64,causal=1", "B=1,H=2,Hkv=1,S=33,Skv=70,D=64,causal=0"}) {
     SCOPED_TRACE(shape);
     const Operator& op = find_operator("attention");
     Problem p = problem("attention", shape);
