@@ -50,7 +50,9 @@ const Buffer& LowerContext::reg(const Buffer& frag) const {
 bool LowerContext::strided(const Buffer& b) const {
   if (b->strides.empty()) return false;
   for (size_t i = 0; i < k.params.size(); ++i)
-    if (k.params[i]->uid == b->uid) return i < 64 && ((target.view_params >> i) & 1);
+    // view_params has 64 bits: a parameter past them is always indexed as a view, which is
+    // right for any argument.
+    if (k.params[i]->uid == b->uid) return i >= 64 || ((target.view_params >> i) & 1);
   return true;
 }
 
