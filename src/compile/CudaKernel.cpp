@@ -103,15 +103,7 @@ uint64_t CudaKernel::view_params(const std::vector<DeviceTensor>& args) const {
   uint64_t m = 0;
   const ir::KernelNode& k = kernel_.node();
   for (size_t i = 0; i < k.params.size() && i < 64 && i < args.size(); ++i) {
-    if (k.params[i]->strides.empty()) continue;
-    const DeviceTensor& a = args[i];
-    bool dense = true;
-    int64_t expect = 1; // row-major strides; a dimension of extent 1 may have any stride
-    for (size_t d = a.strides.size(); dense && d-- > 0;) {
-      dense = a.shape[d] == 1 || a.strides[d] == expect;
-      expect *= a.shape[d];
-    }
-    if (!dense) m |= uint64_t{1} << i;
+    if (!k.params[i]->strides.empty() && !args[i].contiguous()) m |= uint64_t{1} << i;
   }
   return m;
 }

@@ -109,17 +109,6 @@ dispatch::DeviceRun& Dispatcher::Impl::device_run() {
 
 namespace {
 
-/// Whether `strides` (empty: contiguous) are the row-major ones of `shape`; a dimension of
-/// extent 1 may have any stride, as in PyTorch.
-bool contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
-  int64_t expect = 1;
-  for (size_t d = strides.size(); d-- > 0;) {
-    if (shape[d] != 1 && strides[d] != expect) return false;
-    expect *= shape[d];
-  }
-  return true;
-}
-
 cuda::DeviceTensor device_tensor(const DeviceView& v, const std::string& op, size_t i) {
   if (v.ptr == 0)
     user_error() << "dispatch: " << op << " device tensor " << i << " has a null pointer";
@@ -128,8 +117,9 @@ cuda::DeviceTensor device_tensor(const DeviceView& v, const std::string& op, siz
                  << " strides for " << v.shape.size()
                  << " dimensions; give one stride per dimension, or none for a contiguous tensor";
   // A contiguous view travels without strides: the kernels' fast path, and one launch key.
-  if (contiguous(v.shape, v.strides)) return cuda::DeviceTensor(v.ptr, v.dtype, v.shape);
-  return cuda::DeviceTensor(v.ptr, v.dtype, v.shape, v.strides);
+  cuda::DeviceTensor t(v.ptr, v.dtype, v.shape, v.strides);
+  if (t.contiguous()) t.strides.clear();
+  return t;
 }
 
 /// User error naming the argument when a strided view reaches one the operator takes only

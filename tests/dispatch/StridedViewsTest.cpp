@@ -6,10 +6,10 @@
 // GpuStridedViews (GpuStridedViewsTest.cpp) runs the same views through the pinned kernel,
 // cuDNN and the unfused reference.
 #include <cstring>
-#include <functional>
 #include <gtest/gtest.h>
 
 #include "DispatchTestSupport.h"
+#include "UserErrorText.h"
 #include "ir/IR.h"
 #include "ops/attention/AttentionOp.h"
 #include "ops/rmsnorm/RmsNormOp.h"
@@ -18,19 +18,7 @@ using namespace tp;
 using namespace tp::ops;
 using test::heads_view;
 using test::problem;
-
-namespace {
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-} // namespace
+using test::user_error_text;
 
 TEST(StridedViews, AttentionOnHeadViewsMatchesTheContiguousRunBitForBit) {
   for (const char* shape :
@@ -85,7 +73,7 @@ public:
 TEST(StridedViews, AProgramThatClaimsAViewItsKernelCannotTakeIsRejected) {
   ClaimsAView op;
   Problem p = op.parse({{"T", "4"}, {"H", "64"}}, DType::bf16);
-  std::string e = message_of([&] { checked_program(op, p, op.default_config(p, "cpu")); });
+  std::string e = user_error_text([&] { checked_program(op, p, op.default_config(p, "cpu")); });
   EXPECT_NE(e.find("strided_arg"), std::string::npos) << e;
   EXPECT_NE(e.find("tp::strided"), std::string::npos) << e;
 }
@@ -96,7 +84,7 @@ TEST(StridedViews, TheDispatcherRefusesViewsAnOperatorCannotTake) {
   // A transposed gemm operand: gemm takes its operands contiguous (layout says how to read them).
   DeviceView A{16, DType::bf16, {4, 8}, {1, 4}}, B{16, DType::bf16, {8, 6}},
       C{16, DType::bf16, {4, 6}};
-  std::string e = message_of([&] { d.gemm(A, B, C, "nn"); });
+  std::string e = user_error_text([&] { d.gemm(A, B, C, "nn"); });
   EXPECT_NE(e.find("gemm device tensor 0 is a strided view"), std::string::npos) << e;
   EXPECT_NE(e.find("contiguous copy"), std::string::npos) << e;
 
@@ -105,21 +93,21 @@ TEST(StridedViews, TheDispatcherRefusesViewsAnOperatorCannotTake) {
   DeviceView k{512, DType::bf16, {Bn, H, S, D}}, v = k, o{1024, DType::bf16, {Bn, H, S, D}};
   DeviceView bad_inner = q;
   bad_inner.strides = {S * H * D * 2, D * 2, H * D * 2, 2};
-  e = message_of([&] { d.attention(bad_inner, k, v, o, true); });
+  e = user_error_text([&] { d.attention(bad_inner, k, v, o, true); });
   EXPECT_NE(e.find("innermost stride 2"), std::string::npos) << e;
   DeviceView unaligned = q;
   unaligned.ptr = 258;
-  e = message_of([&] { d.attention(unaligned, k, v, o, true); });
+  e = user_error_text([&] { d.attention(unaligned, k, v, o, true); });
   EXPECT_NE(e.find("not 16-byte aligned (address % 16 = 2)"), std::string::npos) << e;
   DeviceView short_strides = q;
   short_strides.strides = {D, 1};
-  e = message_of([&] { d.attention(short_strides, k, v, o, true); });
+  e = user_error_text([&] { d.attention(short_strides, k, v, o, true); });
   EXPECT_NE(e.find("2 strides for 4 dimensions"), std::string::npos) << e;
   // Strides that are the contiguous ones (a size-1 dimension's stride is free) are no view:
   // the error names B, the one real view, not A.
   DeviceView A1{16, DType::bf16, {1, 8}, {99, 1}}, Bt{16, DType::bf16, {8, 6}, {1, 8}},
       C1{16, DType::bf16, {1, 6}};
-  e = message_of([&] { d.gemm(A1, Bt, C1, "nn"); });
+  e = user_error_text([&] { d.gemm(A1, Bt, C1, "nn"); });
   EXPECT_NE(e.find("gemm device tensor 1 is a strided view"), std::string::npos) << e;
   EXPECT_EQ(d.counters("attention").pinned + d.counters("attention").fallbacks(), 0)
       << "nothing ran";
