@@ -1,5 +1,6 @@
 // Memory-bound user kernels at several tile configs, side by side in one process: the element-wise
-// add, the GEMV and the transpose of examples/02, 06 and 03, each at aligned and odd shapes.
+// add, the GEMV and the transpose of examples/02, 06 and 03, each at aligned and odd shapes; the
+// GEMV also with its loop pipelined, into fragments and into shared tiles.
 // Prints, per kernel, config and shape: the median time (L2 flushed), TB/s counting each byte
 // read once and written once, the share of the device-to-device copy bandwidth measured in the
 // same run, and ptxas' registers. The results are not checked here (the lessons check them);
@@ -34,21 +35,33 @@ Kernel scaled_add(int64_t bm, int64_t bn, int nthreads) {
                 });
 }
 
+/// How the GEMV's loop over K gets its tiles: serial (each iteration waits for its own loads),
+/// pipelined into fragments (the compiler stages them through shared memory, StageFragmentLoads.h;
+/// lesson 06), or pipelined into shared tiles the kernel declares (bf16, read in the loop).
+enum class Loop { serial, fragments, shared };
+
 // `dt`: the dtype the A and x fragments hold (the lesson uses f32).
-Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt) {
+Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt, Loop loop = Loop::serial,
+            int stages = 1) {
   Dim M("M"), K("K");
   Tensor A("A", {M, K}, bf16), X("x", {K}, bf16), Y("y", {M}, bf16);
   return kernel("gemv", {A, X, Y}, grid(ceildiv(M, bm)), threads(nthreads), [&](Var by) {
-    Tile a = alloc_fragment({bm, bk}, dt), x = alloc_fragment({bk}, dt);
+    const bool smem = loop == Loop::shared;
+    Tile a = smem ? alloc_shared({bm, bk}, bf16) : alloc_fragment({bm, bk}, dt);
+    Tile x = smem ? alloc_shared({bk}, bf16) : alloc_fragment({bk}, dt);
     Tile part = alloc_fragment({bm, bk}, f32), y = alloc_fragment({bm}, f32);
     clear(part);
-    serial(ceildiv(K, bk), [&](Var k) {
+    auto step = [&](Var k) {
       copy(A.tile(by * bm, k * bk), a);
       copy(X.tile(k * bk), x);
       parallel({bm, bk}, [&](Var i, Var j) {
         part(i, j) = part(i, j) + cast(f32, a(i, j)) * cast(f32, x(j));
       });
-    });
+    };
+    if (loop == Loop::serial)
+      serial(ceildiv(K, bk), step);
+    else
+      pipelined(ceildiv(K, bk), stages, step);
     reduce_sum(part, y, 1);
     copy(y, Y.tile(by * bm));
   });
@@ -92,13 +105,13 @@ void run(const Case& c) {
     TimeResult r = time(ck, args, {.runs = 20, .flush_l2 = true});
     double tbs = c.bytes / (r.median_ms * 1e-3) / 1e12;
     std::printf(
-        "%-11s %-22s %-18s %8.4f ms %5.2f TB/s %4.0f %% of copy  %3d regs\n", c.name.c_str(),
+        "%-11s %-34s %-18s %8.4f ms %5.2f TB/s %4.0f %% of copy  %3d regs\n", c.name.c_str(),
         c.config.c_str(),
         (std::to_string(c.tensors[0].second[0]) + "x" + std::to_string(c.tensors[0].second.back()))
             .c_str(),
         r.median_ms, tbs, 100 * tbs / copy_tbs, ck.resources().registers);
   } catch (const std::exception& e) {
-    std::printf("%-11s %-22s error: %s\n", c.name.c_str(), c.config.c_str(), e.what());
+    std::printf("%-11s %-34s error: %s\n", c.name.c_str(), c.config.c_str(), e.what());
   }
   std::fflush(stdout);
 }
@@ -143,15 +156,29 @@ int main(int argc, char** argv) {
   if (!quick)
     gv.insert(gv.end(),
               {{16, 512, 256}, {32, 256, 256}, {8, 512, 256}, {64, 128, 256}, {32, 512, 512}});
+  struct LoopConfig {
+    Loop loop;
+    int stages;
+    const char* name;
+  };
+  std::vector<LoopConfig> loops = {{Loop::serial, 1, "serial"}};
+  if (!quick)
+    loops.insert(loops.end(), {{Loop::fragments, 2, "fragments2"},
+                               {Loop::fragments, 3, "fragments3"},
+                               {Loop::shared, 2, "shared2"},
+                               {Loop::shared, 3, "shared3"}});
   for (auto [M, K] : {std::pair<int64_t, int64_t>{16384, 8192}, {16383, 8191}})
     for (const TileConfig& t : gv)
-      for (DType dt : quick ? std::vector<DType>{f32} : std::vector<DType>{f32, bf16})
-        cases.push_back({"gemv",
-                         cfg({{"bm", t.rows}, {"bk", t.cols}, {"threads", t.threads}}) +
-                             (dt == bf16 ? ",bf16" : ",f32"),
-                         [t, dt] { return gemv(t.rows, t.cols, t.threads, dt); },
-                         {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}},
-                         double(M) * K * 2 + K * 2 + M * 2});
+      for (const LoopConfig& l : loops)
+        for (DType dt : quick || l.loop == Loop::shared ? std::vector<DType>{f32}
+                                                        : std::vector<DType>{f32, bf16})
+          cases.push_back({"gemv",
+                           cfg({{"bm", t.rows}, {"bk", t.cols}, {"threads", t.threads}}) +
+                               (l.loop == Loop::shared ? ",bf16" : dt == bf16 ? ",bf16" : ",f32") +
+                               "," + l.name,
+                           [t, dt, l] { return gemv(t.rows, t.cols, t.threads, dt, l.loop, l.stages); },
+                           {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}},
+                           double(M) * K * 2 + K * 2 + M * 2});
   std::vector<std::pair<int64_t, int>> tr = {{64, 128}};
   if (!quick) tr.insert(tr.end(), {{32, 128}, {64, 256}, {128, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})

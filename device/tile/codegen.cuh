@@ -339,6 +339,29 @@ TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   ld_issue<N>(raw, g, slack);
   ld_take<N>(regs, raw, g);
 }
+/// N adjacent elements of a shared-memory row into N registers, converted to the registers'
+/// type, in the widest accesses their size allows (16, 8 or 4 bytes): the caller guarantees the
+/// run starts aligned to min(its size, 16 bytes) and, past 16 bytes, lies in one linear row.
+/// Element by element, 16-bit elements eight apart in a warp's lanes hit the same bank 4 ways.
+template <int N, typename D, typename S>
+TP_DEVICE void lds_vec(D* regs, const S* s) {
+  constexpr int B = N * static_cast<int>(sizeof(S));
+  alignas(16) S t[N];
+  if constexpr (B % 16 == 0) {
+    for (int k = 0; k < B / 16; ++k)
+      reinterpret_cast<Vec16*>(t)[k] = reinterpret_cast<const Vec16*>(s)[k];
+  } else if constexpr (B % 8 == 0) {
+    for (int k = 0; k < B / 8; ++k)
+      reinterpret_cast<Vec8*>(t)[k] = reinterpret_cast<const Vec8*>(s)[k];
+  } else if constexpr (B % 4 == 0) {
+    for (int k = 0; k < B / 4; ++k)
+      reinterpret_cast<uint32_t*>(t)[k] = reinterpret_cast<const uint32_t*>(s)[k];
+  } else {
+    for (int i = 0; i < N; ++i)
+      t[i] = s[i];
+  }
+  take_loaded<N>(regs, t);
+}
 /// N registers into N adjacent elements of a global row, rounded to the tensor's type.
 template <int N, typename D, typename S>
 TP_DEVICE void st_vec(D* g, const S* regs) {

@@ -1,6 +1,6 @@
 // The CUDA backend's pass list, in order:
-//   verify -> flatten lets -> sink fragment loads into accumulator loops -> infer layouts -> plan
-//   pipeline -> insert barriers -> (re-)infer and plan on the barrier'd IR -> plan shared memory
+//   verify -> flatten lets -> sink fragment loads into accumulator loops -> stage pipelined
+//   fragment loads through shared memory -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and plan on the barrier'd IR -> plan shared memory
 //   -> lower tile ops -> emit CUDA C++.
 #include "compile/Lower.h"
 
@@ -16,6 +16,7 @@
 #include "passes/FlattenLets.h"
 #include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
+#include "passes/StageFragmentLoads.h"
 #include "passes/SinkFragmentLoads.h"
 
 namespace tp::cuda {
@@ -31,8 +32,13 @@ void dump(const char* pass, const std::string& text) {
   if (debug_ir()) std::cerr << "=== after " << pass << " ===\n" << text << "\n";
 }
 
-std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) {
+std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
+                      const std::vector<passes::FragmentStaging>& staged) {
   std::ostringstream os;
+  for (const passes::FragmentStaging& f : staged)
+    if (!f.fragments.empty())
+      os << "// pipelined loop" << (f.loc.known() ? " at " + f.loc.str() : std::string())
+         << ": " << passes::to_string(f) << "\n";
   if (p.warp_specialized) {
     os << "// pipeline: warp-specialized, " << p.stages << " stages, producer warpgroup issues "
        << p.loads.size() << " TMA load(s)\n";
@@ -65,6 +71,8 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s) 
     os << "// pipelined loop: serial, 1 stage (asked for " << p.requested_stages << ")\n"
        << "//   not tma-warp-specialized: " << p.reason << "\n"
        << "//   not cp.async multistage: " << p.cp_async_reason << "\n";
+    for (const passes::FragmentStaging& f : staged)
+      if (f.fragments.empty()) os << "//   " << passes::to_string(f) << "\n";
   }
   os << "// shared memory: " << s.total_bytes << " bytes\n";
   return os.str();
@@ -90,6 +98,12 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   if (!sunk.same_as(kf.body)) {
     kf.body = sunk;
     dump("sink_fragment_loads", ir::to_string(kf));
+  }
+  // A pipelined loop's loads into fragments go through shared memory, for the cp.async plan.
+  passes::StagedBody staged = passes::stage_fragment_loads(kf);
+  if (!staged.body.same_as(kf.body)) {
+    kf.body = staged.body;
+    dump("stage_fragment_loads", ir::to_string(kf));
   }
   // Barriers first (they need to know which buffers are shared), then plan again on the
   // barrier'd IR, whose nodes the pipeline plan points into.
@@ -133,7 +147,7 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.source = emit_cuda(in);
   dump("codegen", out.source);
   out.canonical_ir = ir::to_string(k0, true) + "\n// target " + t.str();
-  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem) + ir::to_string(lowered);
+  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem, staged.loops) + ir::to_string(lowered);
   out.body_with_barriers = k.body;
   return out;
 }

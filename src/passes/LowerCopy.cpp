@@ -151,6 +151,39 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
   return seq({ir::Allocate::make(raw, {}), over_runs(Phase::issue), over_runs(Phase::take)});
 }
 
+/// The run length for reading a whole shared tile into a whole blocked-family fragment of the
+/// same shape as vector loads (tp::cg::lds_vec), or 0 when it must go element by element. A
+/// run of `vec` registers holds `vec` adjacent elements of one tile row, starting at a multiple
+/// of vec; it is one access when its bytes are at most 16 and every row keeps that alignment
+/// (a linear row pitch that is a multiple of it; a swizzle moves whole 16-byte chunks).
+int shared_read_vector(const LowerContext& cx, const ir::Copy* op) {
+  const Buffer &S = op->src.buffer, &D = op->dst.buffer;
+  if (S->scope != Scope::shared || !cx.layouts.in_shared(S) || !ir::is_whole(op->src) ||
+      !ir::is_whole(op->dst) || S->rank() > 2 || S->const_shape() != D->const_shape())
+    return 0;
+  const FragmentLayout& l = cx.layouts.fragment(D);
+  if (!l.elementwise() || l.kind == FragmentLayout::Kind::rows || l.vec < 2) return 0;
+  const int bytes = static_cast<int>(l.vec) * dtype_bytes(S->dtype);
+  if (bytes != 4 && bytes != 8 && bytes != 16) return 0;
+  const SharedLayout& sl = cx.layouts.shared_layout(S);
+  const int64_t pitch = (sl.cols + sl.pad) * sl.elem_bytes;
+  if (sl.kind == SharedLayout::Kind::linear ? pitch % bytes != 0 : sl.swizzle_bytes % 16 != 0)
+    return 0;
+  return static_cast<int>(l.vec);
+}
+
+ir::Stmt shared_vector_read(const LowerContext& cx, const ir::Copy* op, int vec) {
+  const Buffer &S = op->src.buffer, &D = op->dst.buffer;
+  const FragmentLayout& l = cx.layouts.fragment(D);
+  Var q("q");
+  Expr r0 = q * vec;
+  std::vector<Expr> idx = place(cx, op->src, squeezed(D, coords(cx, l, r0)));
+  Expr sptr = call_expr("tp.ptr", {cx.shared_index(S, idx)}, DType::i32, {S});
+  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(D)});
+  ir::Stmt load = call("tp::cg::lds_vec<" + std::to_string(vec) + ">", {rptr, sptr});
+  return unrolled_for(q, static_cast<int>(l.regs_per_thread() / vec), when_valid(cx, l, r0, load));
+}
+
 /// A register's place in a region of its fragment: whether the register's element lies in the
 /// region, and its squeezed coordinates within the region (the copy's coordinates). A thread
 /// holds registers inside and outside any region, so region copies guard each register.
@@ -369,6 +402,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     return unrolled_for(r, l.regs_per_thread(), when_valid(cx, l, r, s));
   }
   if (dreg) {
+    if (int vec = shared_read_vector(cx, op)) return shared_vector_read(cx, op, vec);
     const FragmentLayout& l = cx.layouts.fragment(D);
     if (dwhole)
       return unrolled_for(

@@ -125,14 +125,17 @@ std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c) {
   return {{DType::f32, {B, H, ns, Sq, p.at("D")}}, {DType::f32, {B, H, ns, Sq}}};
 }
 
-// The rule: one block per SM. Today's kernel at B=16 on Llama-3-8B (128 blocks on 132 SMs,
-// one each) measured 4.34 TB/s, near the H200's HBM bandwidth, so a grid that already fills
+// The rule: at most one block per SM. Today's kernel at B=16 on Llama-3-8B (128 blocks on 132
+// SMs, one each) measured 4.34 TB/s, near the H200's HBM bandwidth, so a grid that already fills
 // three quarters of the SMs is not split: the partials' round trip would buy nothing. Smaller
-// grids get splits = ceil(sm_count / blocks), but no split shorter than kMinBlocksPerSplit key
-// blocks of the longest sequence (a split's fixed cost, its Q load and its partial's store,
-// stays small against its keys) and at most kMaxSplits. The count is then evened out so that
-// every split of a full-length sequence gets the same number of key blocks and none is empty.
-// A prior from one measurement, to be tuned on the GPU.
+// grids get splits = floor(sm_count / blocks): a block of the default config takes a whole SM
+// (its warp-specialized warpgroups hold 240 registers a thread), so one more split would start a
+// second wave. Measured on the H200 at B=8, Hkv=8, L=8192 (64 blocks, 2026-12-03): 2 splits
+// 0.082 ms, 3 (the ceiling this rule used before: 192 blocks, 1.45 waves) 0.100 ms, 4 0.089 ms.
+// No split is shorter than kMinBlocksPerSplit key blocks of the longest sequence (a split's
+// fixed cost, its Q load and its partial's store, stays small against its keys) and there are
+// at most kMaxSplits. The count is then evened out so that every split of a full-length
+// sequence gets the same number of key blocks and none is empty.
 int64_t choose_splits(const Problem& p, const Config& c, int sm_count) {
   constexpr int64_t kMinBlocksPerSplit = 4;
   if (sm_count < 1)
@@ -142,7 +145,7 @@ int64_t choose_splits(const Problem& p, const Config& c, int sm_count) {
   const int64_t blocks = p.at("B") * p.at("Hkv") * ceil_div(G, heads_per_tile(p, c));
   if (4 * blocks >= 3 * int64_t{sm_count}) return 1;
   const int64_t nb = ceil_div(p.at("L"), c.at("bn"));
-  int64_t splits = ceil_div(sm_count, blocks);
+  int64_t splits = std::max<int64_t>(1, sm_count / blocks);
   splits = std::min({splits, std::max<int64_t>(1, nb / kMinBlocksPerSplit), kMaxSplits});
   return ceil_div(nb, ceil_div(nb, splits));
 }
