@@ -36,8 +36,9 @@ Kernel scaled_add(int64_t bm, int64_t bn, int nthreads) {
 }
 
 /// How the GEMV's loop over K gets its tiles: serial (each iteration waits for its own loads),
-/// pipelined into fragments (the compiler stages them through shared memory, StageFragmentLoads.h;
-/// lesson 06), or pipelined into shared tiles the kernel declares (bf16, read in the loop).
+/// pipelined into fragments with copies = cp_async (the compiler stages them through shared
+/// memory, StageFragmentLoads.h; lesson 06), or pipelined into shared tiles the kernel declares
+/// (bf16, read in the loop).
 enum class Loop { serial, fragments, shared };
 
 // `dt`: the dtype the A and x fragments hold (the lesson uses f32).
@@ -60,6 +61,8 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt, Loop loop = Loop::se
     };
     if (loop == Loop::serial)
       serial(ceildiv(K, bk), step);
+    else if (loop == Loop::fragments)
+      pipelined(ceildiv(K, bk), {.stages = stages, .copies = Schedule::Copies::cp_async}, step);
     else
       pipelined(ceildiv(K, bk), stages, step);
     reduce_sum(part, y, 1);
@@ -172,13 +175,13 @@ int main(int argc, char** argv) {
       for (const LoopConfig& l : loops)
         for (DType dt : quick || l.loop == Loop::shared ? std::vector<DType>{f32}
                                                         : std::vector<DType>{f32, bf16})
-          cases.push_back({"gemv",
-                           cfg({{"bm", t.rows}, {"bk", t.cols}, {"threads", t.threads}}) +
-                               (l.loop == Loop::shared ? ",bf16" : dt == bf16 ? ",bf16" : ",f32") +
-                               "," + l.name,
-                           [t, dt, l] { return gemv(t.rows, t.cols, t.threads, dt, l.loop, l.stages); },
-                           {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}},
-                           double(M) * K * 2 + K * 2 + M * 2});
+          cases.push_back(
+              {"gemv",
+               cfg({{"bm", t.rows}, {"bk", t.cols}, {"threads", t.threads}}) +
+                   (l.loop == Loop::shared || dt == bf16 ? ",bf16" : ",f32") + "," + l.name,
+               [t, dt, l] { return gemv(t.rows, t.cols, t.threads, dt, l.loop, l.stages); },
+               {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}},
+               double(M) * K * 2 + K * 2 + M * 2});
   std::vector<std::pair<int64_t, int>> tr = {{64, 128}};
   if (!quick) tr.insert(tr.end(), {{32, 128}, {64, 256}, {128, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})

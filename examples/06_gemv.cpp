@@ -1,10 +1,10 @@
 // Lesson 6: GEMV, y = A x with A [M, K], x [K], y [M] in bf16 and f32 accumulation. A block
 // owns bm rows; it walks K in chunks of bk, multiplying an A tile by the matching slice of x
 // into per-element partial sums, and reduces those along K once at the end. K is a Dim: the
-// last chunk reads zeros past K, which add nothing. The loop is pipelined: the compiler stages
-// the A and x tiles through shared memory, loaded by cp.async two steps ahead of their use
-// (src/passes/StageFragmentLoads.h), where A's rows are 16-byte aligned (K a multiple of 8);
-// with other K the loop runs serially, each step waiting for its own loads.
+// last chunk reads zeros past K, which add nothing. The loop asks for a 3-stage cp.async
+// pipeline: the compiler stages the A and x tiles through shared memory, loaded two steps ahead
+// of their use (src/passes/StageFragmentLoads.h), where A's rows are 16-byte aligned (K a
+// multiple of 8); with other K the loop runs serially, each step waiting for its own loads.
 // Teaches: a loop over a symbolic extent, accumulating in a fragment, a reduction after it, a
 // pipelined loop over fragment copies.
 // Run: build/example_06_gemv         CPU interpreter, M = 77, K = 333, 16 x 64 chunks
@@ -29,7 +29,7 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads) {
     Tile a = alloc_fragment({bm, bk}, f32), x = alloc_fragment({bk}, f32);
     Tile part = alloc_fragment({bm, bk}, f32), y = alloc_fragment({bm}, f32);
     clear(part);
-    pipelined(ceildiv(K, bk), 3, [&](Var k) {
+    pipelined(ceildiv(K, bk), {.stages = 3, .copies = Schedule::Copies::cp_async}, [&](Var k) {
       copy(A.tile(by * bm, k * bk), a);
       copy(X.tile(k * bk), x);
       parallel({bm, bk}, [&](Var i, Var j) { part(i, j) = part(i, j) + a(i, j) * x(j); });

@@ -1,6 +1,7 @@
 // The CUDA backend's pass list, in order:
 //   verify -> flatten lets -> sink fragment loads into accumulator loops -> stage pipelined
-//   fragment loads through shared memory -> infer layouts -> plan pipeline -> insert barriers -> (re-)infer and plan on the barrier'd IR -> plan shared memory
+//   fragment loads through shared memory -> infer layouts -> plan pipeline -> insert barriers ->
+//   (re-)infer and plan on the barrier'd IR -> plan shared memory
 //   -> lower tile ops -> emit CUDA C++.
 #include "compile/Lower.h"
 
@@ -16,8 +17,8 @@
 #include "passes/FlattenLets.h"
 #include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
-#include "passes/StageFragmentLoads.h"
 #include "passes/SinkFragmentLoads.h"
+#include "passes/StageFragmentLoads.h"
 
 namespace tp::cuda {
 
@@ -37,8 +38,8 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
   std::ostringstream os;
   for (const passes::FragmentStaging& f : staged)
     if (!f.fragments.empty())
-      os << "// pipelined loop" << (f.loc.known() ? " at " + f.loc.str() : std::string())
-         << ": " << passes::to_string(f) << "\n";
+      os << "// pipelined loop" << (f.loc.known() ? " at " + f.loc.str() : std::string()) << ": "
+         << passes::to_string(f) << "\n";
   if (p.warp_specialized) {
     os << "// pipeline: warp-specialized, " << p.stages << " stages, producer warpgroup issues "
        << p.loads.size() << " TMA load(s)\n";
@@ -147,7 +148,8 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.source = emit_cuda(in);
   dump("codegen", out.source);
   out.canonical_ir = ir::to_string(k0, true) + "\n// target " + t.str();
-  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem, staged.loops) + ir::to_string(lowered);
+  out.lowered_text =
+      passes::to_string(k, layouts) + plan_text(plan, smem, staged.loops) + ir::to_string(lowered);
   out.body_with_barriers = k.body;
   return out;
 }

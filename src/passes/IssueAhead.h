@@ -1,6 +1,6 @@
 // Which copies of a loop's body may be issued iterations ahead of the one they belong to: the
-// rule the cp.async multistage plan (PlanCpAsync.cpp) and the register prefetch of fragment
-// loads (PrefetchFragmentLoads.h) share. A copy can be issued ahead only when everything it
+// rule the cp.async multistage plan (PlanCpAsync.cpp) and the staging of fragment loads
+// (StageFragmentLoads.h) share. A copy can be issued ahead only when everything it
 // reads is known for that later iteration: its offsets may read the loop variable, values fixed
 // before the loop, and lets of the body that read nothing but those, global tensors the kernel
 // never writes and tiles the loop never writes; and it must be the first access of its

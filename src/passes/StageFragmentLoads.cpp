@@ -84,16 +84,17 @@ private:
   /// time), or undefined with report.reason set.
   ir::Stmt rewrite(const ir::For* f, FragmentStaging& report) {
     const ir::LoopSchedule& sc = f->schedule;
+    if (sc.copies != ir::CopyEngine::cp_async) {
+      report.reason = "the loop does not ask for copies = cp_async (fragment loads are staged "
+                      "only on request)";
+      return {};
+    }
     if (pipelined_ > 1) {
       report.reason = "the kernel has more than one pipelined loop";
       return {};
     }
-    if (sc.stages < 2) {
-      report.reason = "the loop asks for 1 stage";
-      return {};
-    }
-    if (sc.copies != ir::CopyEngine::automatic || sc.pingpong || sc.defer_last_gemm) {
-      report.reason = "its schedule asks for a shared-memory pipeline of its own copies";
+    if (sc.stages < 2 || sc.pingpong || sc.defer_last_gemm) {
+      report.reason = "its schedule asks for more than a cp.async pipeline";
       return {};
     }
     const auto* seq = ir::as<ir::Seq>(f->body);
@@ -110,20 +111,21 @@ private:
         return {};
       }
       if (c->dst.buffer->scope != Scope::fragment) continue;
-      std::string why = ir::is_whole(c->dst)
-                            ? issue_ahead_blocker(f, body, i, kernel_writes_, lets)
-                            : copy_name(c) + " writes only part of its fragment";
+      std::string why = ir::is_whole(c->dst) ? issue_ahead_blocker(f, body, i, kernel_writes_, lets)
+                                             : copy_name(c) + " writes only part of its fragment";
       if (why.empty())
         picked.push_back(i);
       else if (first_why.empty())
         first_why = why;
     }
-    if (picked.empty()) {
-      report.reason = first_why.empty() ? "no copy at the top of its body goes from global "
-                                          "memory into a fragment"
-                                        : first_why;
-      return {};
-    }
+    // The loop asked for cp.async and has no copy into shared memory: staging is the only way
+    // to honour it.
+    if (picked.empty())
+      user_error(f->loc) << "pipelined: copies = cp_async cannot be honoured: "
+                         << (first_why.empty() ? "no copy at the top of the loop's body goes "
+                                                 "from global memory into shared memory or "
+                                                 "into a whole fragment"
+                                               : first_why);
     // A picked copy's innermost offset in iteration `value`: the body's lets it reads are
     // evaluated for that iteration.
     auto column = [&](const ir::Copy* c, const Expr& value) {
@@ -137,11 +139,11 @@ private:
     for (size_t at : picked) {
       const auto* c = ir::as<ir::Copy>(body[at]);
       Expr ok = chunks_aligned(c->src.buffer, column(c, f->min), column(c, f->min + 1));
-      if (known(ok) == false) {
-        report.reason = copy_name(c) + " can never move whole 16-byte chunks (its rows or its "
-                                       "tile are not 16-byte aligned), which cp.async needs";
-        return {};
-      }
+      if (known(ok) == false)
+        user_error(f->loc) << "pipelined: copies = cp_async cannot be honoured: " << copy_name(c)
+                           << " can never move whole 16-byte chunks (its rows or its tile are "
+                              "not 16-byte aligned); drop copies = cp_async to run the loop "
+                              "serially";
       aligned = conj(aligned, ok);
     }
     std::vector<ir::Stmt> out, staged_body;
@@ -166,9 +168,8 @@ private:
       staged_body.push_back(ir::Copy::make(c->src, ir::whole(it->second), c->loc));
       staged_body.push_back(ir::Copy::make(ir::whole(it->second), c->dst, c->loc));
     }
-    ir::Stmt staged =
-        ir::For::make(f->var, f->min, f->extent, ir::ForKind::pipelined, sc,
-                      ir::Seq::make(std::move(staged_body), f->body->loc), f->loc);
+    ir::Stmt staged = ir::For::make(f->var, f->min, f->extent, ir::ForKind::pipelined, sc,
+                                    ir::Seq::make(std::move(staged_body), f->body->loc), f->loc);
     if (known(aligned) == true) {
       out.push_back(staged);
     } else {

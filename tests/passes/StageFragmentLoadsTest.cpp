@@ -1,9 +1,11 @@
 // StageFragmentLoads on tiny kernels: which pipelined loops it stages through shared memory
 // (global->fragment copies become a copy into a shared tile, which the cp.async plan issues
-// ahead, and a copy from it), which it leaves as they are and why, when it versions the loop on
-// alignment, that the cp.async plan then takes the staged loop, and that the rewritten kernel,
-// interpreted, computes bit for bit what the original does.
+// ahead, and a copy from it), which it leaves as they are and why, which requests are user
+// errors, when it versions the loop on alignment, that the cp.async plan then takes the staged
+// loop, and that the rewritten kernel, interpreted, computes bit for bit what the original does.
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "ir/IRVisitor.h"
 #include "passes/FlattenLets.h"
@@ -24,7 +26,7 @@ struct GemvOptions {
   bool part_of_a = false;   // A's tile goes into the top half of a taller fragment
   bool shared_a = false;    // A's tile goes to shared memory
   bool second_loop = false; // another pipelined loop follows
-  Schedule::Copies copies = Schedule::Copies::automatic;
+  Schedule::Copies copies = Schedule::Copies::cp_async; // what asks for the staging
 };
 
 // Tiles are named by allocation order: frag0 = a (A's tile), frag1 = x, shared2 = as.
@@ -55,11 +57,22 @@ Kernel gemv(const GemvOptions& o) {
       });
     };
     pipelined(ceildiv(K, 64), Schedule{.stages = o.stages, .copies = o.copies}, body);
-    if (o.second_loop) pipelined(ceildiv(K, 64), o.stages, body);
+    if (o.second_loop)
+      pipelined(ceildiv(K, 64), Schedule{.stages = o.stages, .copies = o.copies}, body);
     reduce_sum(part, y, 1);
     copy(y, Y.tile(by * 16));
     if (o.writes_x) copy(y, X.tile(by * 16));
   });
+}
+
+/// The user error's text, or "" when f throws none.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 passes::StagedBody stage(const Kernel& k) {
@@ -114,18 +127,29 @@ TEST(StageFragmentLoads, SymbolicRowsGiveTwoVersions) {
             "runs serially, as written)");
 }
 
-// Constant rows decide at compile time: aligned ones are staged with no second version,
-// unaligned ones (K = 500: 1000-byte rows) are left as they are.
+// Constant rows decide at compile time: aligned ones are staged with no second version;
+// unaligned ones (K = 500: 1000-byte rows) can never be, so asking for cp.async is an error.
 TEST(StageFragmentLoads, ConstantRowsPickTheVersion) {
   passes::StagedBody p = stage(gemv({.K = 512}));
   EXPECT_FALSE(p.loops[0].versioned);
   EXPECT_EQ(ifs(p.body), 0);
   EXPECT_EQ(loops_of(p.body, ir::ForKind::pipelined), 1);
-  passes::StagedBody odd = stage(gemv({.K = 500}));
-  EXPECT_TRUE(odd.loops[0].fragments.empty());
-  EXPECT_EQ(odd.loops[0].reason,
-            "the copy from 'A' into 'frag0' can never move whole 16-byte chunks (its rows or "
-            "its tile are not 16-byte aligned), which cp.async needs");
+  std::string e = error_of([] { stage(gemv({.K = 500})); });
+  EXPECT_NE(e.find("StageFragmentLoadsTest.cpp:"), std::string::npos) << e; // the loop's line
+  EXPECT_NE(e.find("pipelined: copies = cp_async cannot be honoured: the copy from 'A' into "
+                   "'frag0' can never move whole 16-byte chunks (its rows or its tile are not "
+                   "16-byte aligned); drop copies = cp_async to run the loop serially"),
+            std::string::npos)
+      << e;
+}
+
+// A loop that asks for cp.async and has nothing to stage is an error that names why.
+TEST(StageFragmentLoads, NothingToStageIsAUserError) {
+  std::string e = error_of([] { stage(gemv({.writes_x = true, .part_of_a = true})); });
+  EXPECT_NE(e.find("copies = cp_async cannot be honoured: the copy from 'A' into 'frag0' writes "
+                   "only part of its fragment"),
+            std::string::npos)
+      << e;
 }
 
 // Loops the pass leaves alone, each with the reason `show` prints.
@@ -135,19 +159,17 @@ TEST(StageFragmentLoads, LoopsItLeavesSayWhy) {
     EXPECT_FALSE(p.loops.empty());
     return p.loops.empty() ? std::string("no report") : p.loops[0].reason;
   };
-  EXPECT_EQ(reason({.stages = 1}), "the loop asks for 1 stage");
-  EXPECT_EQ(reason({.copies = Schedule::Copies::cp_async}),
-            "its schedule asks for a shared-memory pipeline of its own copies");
+  EXPECT_EQ(reason({.copies = Schedule::Copies::automatic}),
+            "the loop does not ask for copies = cp_async (fragment loads are staged only on "
+            "request)");
   EXPECT_EQ(reason({.shared_a = true}),
             "the copy from 'A' into 'shared2' goes to shared memory: the shared-memory plans "
             "take this loop as it is");
   EXPECT_EQ(reason({.second_loop = true}), "the kernel has more than one pipelined loop");
   // A fragment written only in part keeps its copy; x alone is staged.
-  EXPECT_EQ(stage(gemv({.part_of_a = true})).loops[0].fragments,
-            std::vector<std::string>{"frag1"});
+  EXPECT_EQ(stage(gemv({.part_of_a = true})).loops[0].fragments, std::vector<std::string>{"frag1"});
   // x written by the kernel: A alone is staged.
-  EXPECT_EQ(stage(gemv({.writes_x = true})).loops[0].fragments,
-            std::vector<std::string>{"frag0"});
+  EXPECT_EQ(stage(gemv({.writes_x = true})).loops[0].fragments, std::vector<std::string>{"frag0"});
 }
 
 // A serial loop is not the pass's to change: no report, the same body.
@@ -196,7 +218,8 @@ TEST(StageFragmentLoads, LetOffsetsAreSeenThroughInTheCondition) {
   EXPECT_FALSE(stage(gemv({.K = 512, .let_offset = true})).loops[0].versioned);
 }
 
-/// The kernel with its body rewritten by the pass (no lets: the interpreter takes them unflattened).
+/// The kernel with its body rewritten by the pass (no lets: the interpreter takes them
+/// unflattened).
 Kernel rewritten(const Kernel& k) {
   auto node = std::make_shared<ir::KernelNode>(k.node());
   node->body = stage(k).body;
