@@ -5,8 +5,7 @@
 // loop, and that the rewritten kernel, interpreted, computes bit for bit what the original does.
 #include <gtest/gtest.h>
 
-#include <functional>
-
+#include "UserErrorText.h"
 #include "ir/IRVisitor.h"
 #include "passes/FlattenLets.h"
 #include "passes/InferLayouts.h"
@@ -63,16 +62,6 @@ Kernel gemv(const GemvOptions& o) {
     copy(y, Y.tile(by * 16));
     if (o.writes_x) copy(y, X.tile(by * 16));
   });
-}
-
-/// The user error's text, or "" when f throws none.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 passes::StagedBody stage(const Kernel& k) {
@@ -134,7 +123,7 @@ TEST(StageFragmentLoads, ConstantRowsPickTheVersion) {
   EXPECT_FALSE(p.loops[0].versioned);
   EXPECT_EQ(ifs(p.body), 0);
   EXPECT_EQ(loops_of(p.body, ir::ForKind::pipelined), 1);
-  std::string e = error_of([] { stage(gemv({.K = 500})); });
+  std::string e = test::user_error_text([] { stage(gemv({.K = 500})); });
   EXPECT_NE(e.find("StageFragmentLoadsTest.cpp:"), std::string::npos) << e; // the loop's line
   EXPECT_NE(e.find("pipelined: copies = cp_async cannot be honoured: the copy from 'A' into "
                    "'frag0' can never move whole 16-byte chunks (its rows or its tile are not "
@@ -145,7 +134,7 @@ TEST(StageFragmentLoads, ConstantRowsPickTheVersion) {
 
 // A loop that asks for cp.async and has nothing to stage is an error that names why.
 TEST(StageFragmentLoads, NothingToStageIsAUserError) {
-  std::string e = error_of([] { stage(gemv({.writes_x = true, .part_of_a = true})); });
+  std::string e = test::user_error_text([] { stage(gemv({.writes_x = true, .part_of_a = true})); });
   EXPECT_NE(e.find("copies = cp_async cannot be honoured: the copy from 'A' into 'frag0' writes "
                    "only part of its fragment"),
             std::string::npos)
