@@ -100,7 +100,8 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
     kf.body = sunk;
     dump("sink_fragment_loads", ir::to_string(kf));
   }
-  // A pipelined loop's loads into fragments go through shared memory, for the cp.async plan.
+  // A pipelined loop that asks for copies = cp_async has its loads into fragments staged
+  // through shared memory, where the cp.async plan can issue them ahead.
   passes::StagedBody staged = passes::stage_fragment_loads(kf);
   if (!staged.body.same_as(kf.body)) {
     kf.body = staged.body;

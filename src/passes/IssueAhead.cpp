@@ -57,12 +57,12 @@ std::string issue_ahead_blocker(const ir::For* loop, const std::vector<ir::Stmt>
   // Tiles are fixed during the loop unless its body writes them (a value written before the
   // loop is ordered before the prologue by the barrier InsertBarriers puts before the loop).
   std::set<uint64_t> loop_writes = buffer_accesses(loop->body).writes;
-  std::vector<Expr> todo(c->src.min.begin(), c->src.min.end());
+  std::vector<Expr> pending(c->src.min.begin(), c->src.min.end()); // expressions to read
   std::set<uint64_t> seen;
-  while (!todo.empty()) {
+  while (!pending.empty()) {
     Reads r;
-    r.visit(todo.back());
-    todo.pop_back();
+    r.visit(pending.back());
+    pending.pop_back();
     for (const ir::Buffer& b : r.buffers) {
       bool global = b->scope == Scope::global;
       if (global ? kernel_writes.count(b->uid) : loop_writes.count(b->uid))
@@ -77,7 +77,7 @@ std::string issue_ahead_blocker(const ir::For* loop, const std::vector<ir::Stmt>
         return copy_name(c) + ": its offsets read a variable defined inside the loop's body "
                               "other than by a let before the copy";
       lets.insert(it->second);
-      todo.push_back(it->second->value);
+      pending.push_back(it->second->value);
     }
   }
   return "";

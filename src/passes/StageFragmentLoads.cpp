@@ -53,7 +53,7 @@ Expr chunks_aligned(const ir::Buffer& g, const Expr& col0, const Expr& col1) {
 
 class Stage : public ir::IRMutator {
 public:
-  explicit Stage(const ir::KernelNode& k) : kernel_writes_(buffer_accesses(k.body).writes) {
+  explicit Stage(const ir::KernelNode& k) : body_(k.body) {
     ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
       const auto* f = ir::as<ir::For>(s);
       pipelined_ += f && f->for_kind == ir::ForKind::pipelined;
@@ -77,8 +77,11 @@ protected:
   }
 
 private:
-  std::set<uint64_t> kernel_writes_;
+  ir::Stmt body_; // the kernel's
   int pipelined_ = 0;
+  /// What the kernel writes: walked only for a loop that asks for staging (most kernels have
+  /// none, and every kernel's lowering runs this pass).
+  std::optional<std::set<uint64_t>> kernel_writes_;
 
   /// The staged loop (with its shared tiles, versioned when alignment is known only at run
   /// time), or undefined with report.reason set.
@@ -97,6 +100,7 @@ private:
       report.reason = "its schedule asks for more than a cp.async pipeline";
       return {};
     }
+    if (!kernel_writes_) kernel_writes_ = buffer_accesses(body_).writes;
     const auto* seq = ir::as<ir::Seq>(f->body);
     const std::vector<ir::Stmt> body = seq ? seq->stmts : std::vector<ir::Stmt>{f->body};
     std::vector<size_t> picked;
@@ -111,7 +115,7 @@ private:
         return {};
       }
       if (c->dst.buffer->scope != Scope::fragment) continue;
-      std::string why = ir::is_whole(c->dst) ? issue_ahead_blocker(f, body, i, kernel_writes_, lets)
+      std::string why = ir::is_whole(c->dst) ? issue_ahead_blocker(f, body, i, *kernel_writes_, lets)
                                              : copy_name(c) + " writes only part of its fragment";
       if (why.empty())
         picked.push_back(i);
