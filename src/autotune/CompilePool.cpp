@@ -135,6 +135,17 @@ CompilePool::~CompilePool() {
     else
       s->cv.wait_until(lock, deadline);
   }
+  if (s->stuck > 0) return; // an abandoned compile still runs the hook; its worker frees it
+  // No worker calls the hook or touches a slot again, but an exiting one may still hold the
+  // State for a moment. The hook and the compiled results own the caller's resources (device
+  // buffers, streams, modules), so they are freed here, on the caller's thread, before the
+  // caller can return and the process exit: freed on a detached thread, they could outlive
+  // the driver they are released to.
+  std::function<CompiledCandidate(const ops::Config&)> hook = std::move(s->compile);
+  s->compile = nullptr;
+  std::vector<State::Slot> slots = std::move(s->slots);
+  s->slots.clear();
+  lock.unlock();
 }
 
 CompilePool::Outcome CompilePool::wait(size_t i) {

@@ -25,6 +25,8 @@ public:
   CompilePool(std::function<CompiledCandidate(const ops::Config&)> compile,
               std::vector<ops::Config> configs, int threads, size_t window, double limit_s);
   /// Stops handing out work and waits for running compiles, each at most until its limit.
+  /// Then the compile hook and the results never waited for are freed on this thread, unless
+  /// a compile that overran its limit still runs: its worker frees them when it finishes.
   ~CompilePool();
   CompilePool(const CompilePool&) = delete;
   CompilePool& operator=(const CompilePool&) = delete;
