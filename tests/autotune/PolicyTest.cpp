@@ -207,8 +207,8 @@ TEST(Policy, PinnedTableLoadsFromJsonFileAndReleaseFolders) {
   EXPECT_EQ(PinnedTable::load(d.path + "/pins.json").size(), 1u);
   fs::create_directories(d.path + "/release");
   std::ofstream(d.path + "/release/pinned_configs.json") << t.to_json().dump(2);
-  const ops::Config* c =
-      PinnedTable::load(d.path + "/release").find(make_key(problem(), fake_h200()));
+  PinnedTable from_release = PinnedTable::load(d.path + "/release");
+  const ops::Config* c = from_release.find(make_key(problem(), fake_h200()));
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(*c, kTuned);
   // A folder of tuning-database entries is a pinned table too.
