@@ -227,28 +227,35 @@ TEST(InsertBarriers, ConditionalReadIsSeparatedBeforeTheIf) {
   EXPECT_EQ(barriers(k), "copy(X>shared0) | if{copy(shared0>Y)}");
 }
 
-// A cp.async pipeline orders its staged tiles by its own wait and barrier each iteration
-// (LowerCpAsync): InsertBarriers leaves them alone, and still orders the tile the loop body
-// writes itself.
-TEST(InsertBarriers, CpAsyncStagedTilesAreLeftToThePipeline) {
+/// A 64 x 64 gemm tile over a K loop, pipelined (3 stages) or serial.
+Kernel small_gemm(bool pipelined_loop) {
   Dim K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
-  Kernel k = kernel("mm", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
-                    [&](Var bx, Var by) {
-                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({32, 64}, bf16);
-                      Tile acc = alloc_fragment({64, 64}, f32);
-                      clear(acc);
-                      pipelined(ceildiv(K, 32), 3, [&](Var kk) {
-                        copy(A.tile(by * 64, kk * 32), As);
-                        copy(B.tile(kk * 32, bx * 64), Bs);
-                        gemm(As, Bs, acc);
-                      });
-                      copy(acc, C.tile(by * 64, bx * 64));
-                    });
+  return kernel("mm", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                [&](Var bx, Var by) {
+                  Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({32, 64}, bf16);
+                  Tile acc = alloc_fragment({64, 64}, f32);
+                  clear(acc);
+                  auto body = [&](Var kk) {
+                    copy(A.tile(by * 64, kk * 32), As);
+                    copy(B.tile(kk * 32, bx * 64), Bs);
+                    gemm(As, Bs, acc);
+                  };
+                  if (pipelined_loop)
+                    pipelined(ceildiv(K, 32), 3, body);
+                  else
+                    serial(ceildiv(K, 32), body);
+                  copy(acc, C.tile(by * 64, bx * 64));
+                });
+}
+
+// A cp.async pipeline orders its staged tiles by its own wait and barrier each iteration
+// (LowerCpAsync), so InsertBarriers adds none for them; on sm_90a the same loop is a TMA
+// warp-specialized pipeline whose tiles mbarriers order, so again none.
+TEST(InsertBarriers, PipelinedTilesAreLeftToThePipeline) {
+  Kernel k = small_gemm(true);
   EXPECT_EQ(barriers(k, "sm_80"),
             "fill(frag2) for{copy(A>shared0) copy(B>shared1) gemm} copy(frag2>C)");
-  // The same loop on sm_90a is a TMA warp-specialized pipeline: its tiles are ordered by
-  // mbarriers, so again no block-wide barrier.
   EXPECT_EQ(barriers(k, "sm_90a"),
             "fill(frag2) for{copy(A>shared0) copy(B>shared1) gemm} copy(frag2>C)");
 }
@@ -256,21 +263,7 @@ TEST(InsertBarriers, CpAsyncStagedTilesAreLeftToThePipeline) {
 // The same loop written serially has no pipeline to order its tiles: each iteration's gemm is
 // separated from the copies before it, and the next iteration's copies from this gemm.
 TEST(InsertBarriers, SerialGemmLoopIsFullyOrdered) {
-  Dim K("K");
-  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
-  Kernel k = kernel("mm", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
-                    [&](Var bx, Var by) {
-                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({32, 64}, bf16);
-                      Tile acc = alloc_fragment({64, 64}, f32);
-                      clear(acc);
-                      serial(ceildiv(K, 32), [&](Var kk) {
-                        copy(A.tile(by * 64, kk * 32), As);
-                        copy(B.tile(kk * 32, bx * 64), Bs);
-                        gemm(As, Bs, acc);
-                      });
-                      copy(acc, C.tile(by * 64, bx * 64));
-                    });
-  EXPECT_EQ(barriers(k, "sm_80"),
+  EXPECT_EQ(barriers(small_gemm(false), "sm_80"),
             "fill(frag2) for{copy(A>shared0) copy(B>shared1) | gemm |} copy(frag2>C)");
 }
 

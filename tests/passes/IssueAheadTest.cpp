@@ -99,6 +99,28 @@ TEST(IssueAhead, CopyOfATensorTheKernelWritesDoesNot) {
             "issued iterations early could miss those writes)");
 }
 
+/// A loop whose copy from A starts at a row the body first stores into a shared tile (row
+/// index read from Idx), read directly or through a let of the body.
+Kernel row_from_loop_written_tile(bool through_let) {
+  Tensor A("A", {M, K}, f32), Y("Y", {M, K}, f32), Idx("Idx", {M}, i32);
+  return kernel("k", {A, Y, Idx}, grid(1), threads(128), [&](Var) {
+    Tile row = alloc_shared({1}, i32);
+    Tile s = alloc_shared({16, 32}, f32);
+    Tile a = alloc_fragment({16, 32}, f32);
+    serial(ceildiv(Expr(K), 32), [&](Var i) {
+      row(0) = Idx(i);
+      Expr r = through_let ? Expr(let("r", Expr(row(0)) * 16)) : Expr(row(0));
+      copy(A.tile(r, i * 32), s);
+      copy(s, a);
+      copy(a, Y.tile(0, i * 32));
+    });
+  });
+}
+
+const char* kRowWrittenByTheLoop = "the copy from 'A' into 'shared1': its offsets read shared "
+                                   "'shared0', which the loop writes, so its value for a later "
+                                   "iteration is not known yet";
+
 // Offsets read through a read-only index tensor are known ahead; through a tile the loop fills,
 // they are not.
 TEST(IssueAhead, OffsetsThroughAnIndexTensorQualifyThroughALoopWrittenTileDoNot) {
@@ -108,23 +130,7 @@ TEST(IssueAhead, OffsetsThroughAnIndexTensorQualifyThroughALoopWrittenTileDoNot)
     copy(a, Y.tile(0, i * 32));
   });
   EXPECT_EQ(blocker(by_tensor, 0), "");
-
-  Tensor A("A", {M, K}, f32), Y("Y", {M, K}, f32), Idx("Idx", {M}, i32);
-  Kernel by_tile = kernel("k", {A, Y, Idx}, grid(1), threads(128), [&](Var) {
-    Tile row = alloc_shared({1}, i32);
-    Tile s = alloc_shared({16, 32}, f32);
-    Tile a = alloc_fragment({16, 32}, f32);
-    serial(ceildiv(Expr(K), 32), [&](Var i) {
-      row(0) = Idx(i);
-      copy(A.tile(Expr(row(0)), i * 32), s);
-      copy(s, a);
-      copy(a, Y.tile(0, i * 32));
-    });
-  });
-  EXPECT_EQ(blocker(by_tile, 0),
-            "the copy from 'A' into 'shared1': its offsets read shared 'shared0', "
-            "which the loop writes, so its value for a later iteration is "
-            "not known yet");
+  EXPECT_EQ(blocker(row_from_loop_written_tile(false), 0), kRowWrittenByTheLoop);
 }
 
 // Offsets through lets of the body qualify, and every let they read, through other lets too,
@@ -143,25 +149,10 @@ TEST(IssueAhead, LetsTheOffsetsReadAreCollected) {
   EXPECT_EQ(lets, (std::set<std::string>{"col", "col2"}));
 }
 
-// A let computed from a tile the loop writes makes the copy's offsets unknown ahead, named
-// through the let.
+// A let computed from a tile the loop writes makes the copy's offsets unknown ahead too: the
+// rule follows the let to what it reads.
 TEST(IssueAhead, LetOfALoopWrittenTileDoesNotQualify) {
-  Tensor A("A", {M, K}, f32), Y("Y", {M, K}, f32), Idx("Idx", {M}, i32);
-  Kernel k = kernel("k", {A, Y, Idx}, grid(1), threads(128), [&](Var) {
-    Tile row = alloc_shared({1}, i32);
-    Tile s = alloc_shared({16, 32}, f32);
-    Tile a = alloc_fragment({16, 32}, f32);
-    serial(ceildiv(Expr(K), 32), [&](Var i) {
-      row(0) = Idx(i);
-      Var r = let("r", Expr(row(0)) * 16);
-      copy(A.tile(r, i * 32), s);
-      copy(s, a);
-      copy(a, Y.tile(0, i * 32));
-    });
-  });
-  EXPECT_EQ(blocker(k, 0),
-            "the copy from 'A' into 'shared1': its offsets read shared 'shared0', which the "
-            "loop writes, so its value for a later iteration is not known yet");
+  EXPECT_EQ(blocker(row_from_loop_written_tile(true), 0), kRowWrittenByTheLoop);
 }
 
 } // namespace
