@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-FAKE = pathlib.Path(__file__).resolve().parents[2] / "build" / "fake-cuda"
+# scripts/test-python builds it and says where; else the C++ Release build's copy.
+FAKE = pathlib.Path(os.environ.get("TILEPILOT_FAKE_CUDA_DIR") or
+                    pathlib.Path(__file__).resolve().parents[2] / "build" / "fake-cuda")
 
 SCRIPTS = pathlib.Path(__file__).resolve().parents[1] / "scripts"
 
@@ -56,7 +58,8 @@ except Exception as e:
 
 
 @pytest.mark.skipif(not (FAKE / "libcuda.so.1").exists(),
-                    reason="needs the C++ build's fake driver (build/fake-cuda; scripts/build)")
+                    reason="needs the fake driver (scripts/test-python builds it; or build/fake-cuda "
+                           "from scripts/build)")
 def test_pinned_attention_through_the_python_device_path_on_the_fake_driver(tmp_path):
     env = dict(os.environ, LD_LIBRARY_PATH=str(FAKE), TILEPILOT_CACHE_DIR=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", CHILD, str(SCRIPTS)], env=env, capture_output=True,
