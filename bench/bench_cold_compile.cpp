@@ -7,10 +7,12 @@
 //   prelude  an empty kernel that includes the device library (header parsing + NVRTC startup)
 //   builtin  an empty kernel without it (NVRTC's own builtin prelude + startup)
 //   bench_cold_compile [--op gemm --op attention --op rmsnorm] [--arch sm_90a] [--runs 5]
+//                      [--shape M=8192,N=8192,K=8192] [--dump DIR]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <regex>
@@ -82,10 +84,13 @@ std::pair<int, int> headers_reached(const std::string& source) {
   return {int(seen.size()), lines};
 }
 
-/// The operator's default kernel for `arch` at its example shape, as `tilepilot show` lowers it.
-cuda::LoweredKernel default_kernel(const std::string& op_name, const std::string& arch) {
+/// The operator's default kernel for `arch` at `shape` (its example shape when empty), as
+/// `tilepilot show` lowers it.
+cuda::LoweredKernel default_kernel(const std::string& op_name, const std::string& arch,
+                                   const std::string& shape) {
   const ops::Operator& op = ops::find_operator(op_name);
-  ops::Problem p = op.parse(op.example_shape(), DType::bf16);
+  ops::Problem p = op.parse(shape.empty() ? op.example_shape() : ops::parse_kv(shape, "--shape"),
+                            DType::bf16);
   ops::Config c = ops::complete_config(op, p, arch, {});
   return cuda::lower_kernel(op.build(p, c), passes::Target::parse(arch));
 }
@@ -97,7 +102,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> op_names{"gemm", "attention", "rmsnorm"};
   std::string arch = "sm_90a";
   int runs = 5;
+  std::string shape, dump;
   app.add_option("--op", op_names, "operators (default: gemm attention rmsnorm)");
+  app.add_option("--shape", shape, "k=v,... for every --op (default: each one's example shape)");
+  app.add_option("--dump", dump, "write each kernel's CUDA source to DIR/<op>.cu");
   app.add_option("--arch", arch, "a real arch, sm_XX[a]");
   app.add_option("--runs", runs, "compiles per column; the median is printed")
       ->check(CLI::PositiveNumber);
@@ -123,7 +131,8 @@ int main(int argc, char** argv) {
                "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu");
     auto pair = [](double w, double c) { return fmt::format("{:.3f}/{:.3f}", w, c); };
     for (const std::string& name : op_names) {
-      cuda::LoweredKernel lk = default_kernel(name, arch);
+      cuda::LoweredKernel lk = default_kernel(name, arch, shape);
+      if (!dump.empty()) std::ofstream(dump + "/" + name + ".cu") << lk.source;
       int registers = -1;
       Timing full = measure(runs, [&] {
         rt::CompileOutput out = rt::nvrtc_compile(lk.source, lk.entry, arch, {});
