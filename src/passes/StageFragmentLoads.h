@@ -11,14 +11,14 @@
 // the occupancy that hides the latency in the serial loop).
 //
 // cp.async moves 16-byte chunks only when a row's chunk is 16-byte aligned in global memory; an
-// unaligned chunk is copied synchronously, which made lesson 06's kernel staged at K = 8191 run at 1.08 TB/s
-// against its serial loop's 2.46. So the loop is versioned on alignment, as a compiler versions a
+// unaligned chunk is copied synchronously, which made lesson 06's kernel, staged, run at
+// 1.08 TB/s at K = 8191 against its serial loop's 2.46. So the loop is versioned on alignment, as a compiler versions a
 // loop on a runtime condition: the staged loop runs when every staged tensor's rows are 16-byte
 // aligned (its row length, or its outer strides, a multiple of 16 bytes), the original loop,
 // serial, otherwise. The condition is uniform across the block. Where the shapes are constants
 // the pass picks the version itself. The two versions share the fragments and so their layouts;
-// at 16383 x 8191 the serial version of lesson 06's kernel at [16, 512] tiles ran at 1.45 TB/s against the
-// serial kernel's 2.31 (its A fragment took 8-wide runs, for the staged version's reads, where
+// at 16383 x 8191 the serial version of lesson 06's kernel at [16, 512] tiles ran at 1.45 TB/s
+// against the serial kernel's 2.31 (its A fragment took 8-wide runs, for the staged version's reads, where
 // the serial kernel had 4-wide ones), and at [16, 256] tiles at the serial kernel's speed.
 //
 // Each iteration's fragment holds exactly what the original copy gave it (the shared tile has
@@ -28,8 +28,8 @@
 // The kernel asks for it: a loop is staged when its schedule says copies = cp_async and it has
 // no copy from global into shared memory (such a loop is the cp.async plan's as it is). With
 // copies = automatic the loop is left as it is (serial): staging is not always faster. Measured
-// on the H200 (2026-12-03), lesson 06's kernel at 256 threads and 131 registers a thread (8 warps an SM) ran at
-// 2.55 TB/s staged against 2.80 serial, where at 64 registers it ran at 3.53 against 2.73.
+// on the H200 (2026-12-03), lesson 06's kernel at 256 threads and 131 registers a thread
+// (8 warps an SM) ran at 2.55 TB/s staged against 2.80 serial, where at 64 registers it ran at 3.53 against 2.73.
 // Further, the loop must be the kernel's only pipelined loop, ask for nothing beyond
 // stages >= 2, and have top-level copies from global memory into whole fragments that can be
 // issued ahead (IssueAhead.h). A loop that asks for cp.async and has none, or whose rows can
