@@ -12,14 +12,15 @@
 //
 // cp.async moves 16-byte chunks only when a row's chunk is 16-byte aligned in global memory; an
 // unaligned chunk is copied synchronously, which made lesson 06's kernel, staged, run at
-// 1.08 TB/s at K = 8191 against its serial loop's 2.46. So the loop is versioned on alignment, as a compiler versions a
-// loop on a runtime condition: the staged loop runs when every staged tensor's rows are 16-byte
-// aligned (its row length, or its outer strides, a multiple of 16 bytes), the original loop,
-// serial, otherwise. The condition is uniform across the block. Where the shapes are constants
-// the pass picks the version itself. The two versions share the fragments and so their layouts;
-// at 16383 x 8191 the serial version of lesson 06's kernel at [16, 512] tiles ran at 1.45 TB/s
-// against the serial kernel's 2.31 (its A fragment took 8-wide runs, for the staged version's reads, where
-// the serial kernel had 4-wide ones), and at [16, 256] tiles at the serial kernel's speed.
+// 1.08 TB/s at K = 8191 against its serial loop's 2.46. So the loop is versioned on alignment,
+// as a compiler versions a loop on a runtime condition: the staged loop runs when every staged
+// tensor's rows are 16-byte aligned (its row length, or its outer strides, a multiple of 16
+// bytes), the original loop, serial, otherwise. The condition is uniform across the block. Where
+// the shapes are constants the pass picks the version itself. The two versions share the
+// fragments and so their layouts; at 16383 x 8191 the serial version of lesson 06's kernel at
+// [16, 512] tiles ran at 1.45 TB/s against the serial kernel's 2.31 (its A fragment took 8-wide
+// runs, for the staged version's reads, where the serial kernel had 4-wide ones), and at
+// [16, 256] tiles at the serial kernel's speed.
 //
 // Each iteration's fragment holds exactly what the original copy gave it (the shared tile has
 // the source's dtype, and the copy into the fragment converts as the original did), so the
