@@ -29,11 +29,11 @@
 // The kernel asks for it: a loop is staged when its schedule says copies = cp_async and it has
 // no copy from global into shared memory (such a loop is the cp.async plan's as it is). With
 // copies = automatic the loop is left as it is (serial): staging is not always faster. Measured
-// on the H200 (2026-12-03), lesson 06's kernel at 256 threads and 131 registers a thread
-// (8 warps an SM) ran at 2.55 TB/s staged against 2.80 serial, where at 64 registers it ran at 3.53 against 2.73.
-// Further, the loop must be the kernel's only pipelined loop, ask for nothing beyond
-// stages >= 2, and have top-level copies from global memory into whole fragments that can be
-// issued ahead (IssueAhead.h). A loop that asks for cp.async and has none, or whose rows can
+// on the H200 (2026-12-03), lesson 06's kernel at 256 threads and 131 registers a thread (8
+// warps an SM) ran at 2.55 TB/s staged against 2.80 serial, where at 64 registers it ran at
+// 3.53 against 2.73. Further, the loop must be the kernel's only pipelined loop, ask for nothing
+// beyond stages >= 2, and have top-level copies from global memory into whole fragments that can
+// be issued ahead (IssueAhead.h). A loop that asks for cp.async and has none, or whose rows can
 // never be 16-byte aligned, is a user error naming why; one the cp.async plan then refuses is
 // the plan's user error (PlanPipeline.cpp).
 #pragma once
