@@ -84,15 +84,19 @@ std::pair<int, int> headers_reached(const std::string& source) {
   return {int(seen.size()), lines};
 }
 
-/// The operator's default kernel for `arch` at `shape` (its example shape when empty), as
-/// `tilepilot show` lowers it.
+/// The operator's default kernel (its first step) for `arch` at `shape` (its example shape
+/// when empty), in the variant a launch at that shape compiles.
 cuda::LoweredKernel default_kernel(const std::string& op_name, const std::string& arch,
                                    const std::string& shape) {
   const ops::Operator& op = ops::find_operator(op_name);
-  ops::Problem p = op.parse(shape.empty() ? op.example_shape() : ops::parse_kv(shape, "--shape"),
-                            DType::bf16);
+  ops::Problem p =
+      op.parse(shape.empty() ? op.example_shape() : ops::parse_kv(shape, "--shape"), DType::bf16);
   ops::Config c = ops::complete_config(op, p, arch, {});
-  return cuda::lower_kernel(op.build(p, c), passes::Target::parse(arch));
+  const ops::KernelProgram prog = ops::checked_program(op, p, c);
+  std::vector<ir::ArgDesc> descs;
+  for (const ops::ArgSpec& a : ops::step_arg_specs(prog, 0, op.arg_specs(p)))
+    descs.push_back({a.dtype, a.shape});
+  return cuda::lower_for_shapes(prog.steps[0].kernel, passes::Target::parse(arch), descs);
 }
 
 } // namespace

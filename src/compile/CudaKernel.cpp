@@ -108,22 +108,21 @@ uint64_t CudaKernel::view_params(const std::vector<DeviceTensor>& args) const {
   return m;
 }
 
-const LoweredKernel& CudaKernel::lowered(bool tma, uint64_t views) {
-  Variant& v = variants_[{tma, views}];
+const LoweredKernel& CudaKernel::lowered(const VariantKey& key) {
+  Variant& v = variants_[key];
   if (!v.lowered) {
     passes::Target t = passes::Target::parse(arch_);
-    t.allow_tma = tma;
-    t.view_params = views;
+    std::tie(t.allow_tma, t.view_params, t.even_rows) = key;
     v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
   }
   return *v.lowered;
 }
 
-CudaKernel::Variant& CudaKernel::variant(bool tma, uint64_t views) {
-  Variant& v = variants_[{tma, views}];
+CudaKernel::Variant& CudaKernel::variant(const VariantKey& key) {
+  Variant& v = variants_[key];
   if (v.ready) return v;
   auto t0 = std::chrono::steady_clock::now();
-  lowered(tma, views);
+  lowered(key);
   v.timings.passes = seconds_since(t0);
   v.jit = rt::jit_load(v.lowered->source, v.lowered->entry, v.lowered->canonical_ir, arch_, {},
                        bypass_cache_);
@@ -137,7 +136,18 @@ CudaKernel::Variant& CudaKernel::variant(bool tma, uint64_t views) {
 }
 
 const LoweredKernel& CudaKernel::lowered(bool tma) {
-  return lowered(tma, 0);
+  return lowered(VariantKey{tma, 0, 0});
+}
+
+uint64_t CudaKernel::even_rows(const std::vector<ir::ArgDesc>& desc) {
+  // Which parameters take paired stores does not depend on the variant: any one's list will do.
+  const uint64_t paired = lowered(true).paired_params;
+  return paired ? even_row_params(paired, desc) : 0;
+}
+
+CudaKernel::VariantKey CudaKernel::variant_key(const std::vector<DeviceTensor>& args,
+                                               const std::vector<ir::ArgDesc>& desc) {
+  return {wants_tma(args), view_params(args), even_rows(desc)};
 }
 
 bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
@@ -161,7 +171,10 @@ bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
 }
 
 const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args) {
-  return variant(wants_tma(args), view_params(args)).timings;
+  std::vector<ir::ArgDesc> desc;
+  for (const DeviceTensor& t : args)
+    desc.push_back({t.dtype, t.shape, t.strides});
+  return variant(variant_key(args, desc)).timings;
 }
 
 void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
@@ -234,7 +247,7 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
                    << "' starts at an address that is not 16-byte aligned (address % 16 = "
                    << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
-  Variant& v = variant(wants_tma(args), view_params(args));
+  Variant& v = variant(variant_key(args, bound_.desc));
   std::array<unsigned, 3> grid = bound_.grid;
   // A tensor map depends only on its tensor's address, shape, strides and dtype: reuse the last
   // launch's maps when those are unchanged (the common case of a hot kernel called on the same

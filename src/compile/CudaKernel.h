@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "codegen/cuda/LoweredKernel.h"
@@ -72,8 +73,16 @@ private:
   /// view_params); the others are indexed as contiguous in the variant the launch takes. A
   /// kernel with more than 64 parameters indexes those past 64 as views always.
   uint64_t view_params(const std::vector<DeviceTensor>& args) const;
-  Variant& variant(bool tma, uint64_t views);
-  const LoweredKernel& lowered(bool tma, uint64_t views);
+  /// The paired-store parameters whose rows are even in this launch (passes::Target::
+  /// even_rows): a kernel called with even and odd row lengths compiles both variants.
+  uint64_t even_rows(const std::vector<ir::ArgDesc>& desc);
+  /// What picks a variant: TMA or not, view_params, even_rows.
+  using VariantKey = std::tuple<bool, uint64_t, uint64_t>;
+  Variant& variant(const VariantKey& key);
+  const LoweredKernel& lowered(const VariantKey& key);
+  /// `desc`: the arguments' dtypes, shapes and strides (bind's, for a launch).
+  VariantKey variant_key(const std::vector<DeviceTensor>& args,
+                         const std::vector<ir::ArgDesc>& desc);
 
   /// What the last launch derived from its arguments' dtypes, shapes and strides and from its
   /// scalars alone (not addresses): checked by bind_args and the 32-bit and grid checks.
@@ -92,9 +101,8 @@ private:
   Kernel kernel_;
   std::string arch_;
   bool bypass_cache_;
-  /// By (TMA or not, view_params): a kernel called with views and with contiguous tensors
-  /// compiles both.
-  std::map<std::pair<bool, uint64_t>, Variant> variants_;
+  /// By VariantKey: a kernel called with views and with contiguous tensors compiles both.
+  std::map<VariantKey, Variant> variants_;
   /// Persistent kernels' tile counters, one per stream so that launches on different streams
   /// never share one (launches on one stream run in order, and each leaves its counter zero).
   std::map<CUstream, rt::DeviceBuffer> sched_;

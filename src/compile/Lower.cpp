@@ -133,6 +133,7 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.persistent = plan.persistent;
   for (const passes::TmaLoad& l : plan.loads)
     out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
+  out.paired_params = cx.paired_params;
   out.param_written.assign(k.params.size(), false);
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
     auto mark = [&](const ir::Buffer& b) {
@@ -155,6 +156,24 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   return out;
 }
 
+uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args) {
+  uint64_t m = 0;
+  for (size_t i = 0; i < args.size() && i < 64; ++i) {
+    if (!((paired >> i) & 1)) continue;
+    const ir::ArgDesc& a = args[i];
+    // An even row length keeps a pair's second element in bounds with its first; even
+    // outer strides (a view's) keep every row's start, hence the pair, aligned.
+    bool even = !a.shape.empty() && a.shape.back() % 2 == 0;
+    if (even && !a.strides.empty()) {
+      even = a.strides.back() == 1;
+      for (size_t d = 0; even && d + 1 < a.strides.size(); ++d)
+        even = a.strides[d] % 2 == 0;
+    }
+    if (even) m |= uint64_t{1} << i;
+  }
+  return m;
+}
+
 LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
                                const std::vector<ir::ArgDesc>& args) {
   LoweredKernel lk = lower_kernel(k, t);
@@ -162,10 +181,12 @@ LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
     const ir::ArgDesc& a = args.at(p.param);
     if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) {
       t.allow_tma = false;
-      return lower_kernel(k, t);
+      lk = lower_kernel(k, t);
+      break;
     }
   }
-  return lk;
+  t.even_rows = even_row_params(lk.paired_params, args);
+  return t.even_rows ? lower_kernel(k, t) : lk;
 }
 
 } // namespace tp::cuda

@@ -56,6 +56,17 @@ bool LowerContext::strided(const Buffer& b) const {
   return true;
 }
 
+int LowerContext::param_index(const Buffer& b) const {
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i]->uid == b->uid) return static_cast<int>(i);
+  return -1;
+}
+
+bool LowerContext::even_rows(const Buffer& b) const {
+  int i = param_index(b);
+  return i >= 0 && i < 64 && ((target.even_rows >> i) & 1);
+}
+
 Expr LowerContext::global_index(const Buffer& b, const std::vector<Expr>& idx) const {
   internal_assert(static_cast<int>(idx.size()) == b->rank()) << "index rank for " << b->name;
   if (strided(b)) {

@@ -47,6 +47,9 @@ struct LowerContext {
   /// deferred second gemm (LowerWarpSpecialized.cpp): its A is packed where it is cast, so the next
   /// iteration's wgmma reads ready registers and ptxas issues its k16 steps as one group.
   std::map<uint64_t, ir::Buffer> packed_a;
+  /// Bit i: parameter i took a paired fragment store (LowerCopy.cpp); what a launch must
+  /// know to pick a variant with Target::even_rows.
+  uint64_t paired_params = 0;
 
   LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
                const PipelinePlan& p, const SmemPlan& s);
@@ -66,6 +69,11 @@ struct LowerContext {
   /// Every row of global tensor b starts `per` elements aligned (given an aligned base) and its
   /// elements are adjacent: the extent for a contiguous tensor, the strides for a strided one.
   Expr rows_aligned(const ir::Buffer& b, int64_t per) const;
+  /// Parameter index of global tensor b (-1: not a parameter).
+  int param_index(const ir::Buffer& b) const;
+  /// Whether the target promises b's rows hold an even number of adjacent elements
+  /// (Target::even_rows).
+  bool even_rows(const ir::Buffer& b) const;
   /// Elements of one row of b are adjacent (always for contiguous tensors).
   Expr inner_contiguous(const ir::Buffer& b) const;
   /// In-bounds condition of an index into a global tensor.

@@ -1,6 +1,7 @@
 // Lowering of copy and fill: register fragments element by element in their layout, memory to
 // memory as a cooperative loop over the box (16-byte vectors global -> shared when aligned),
 // out-of-bounds global reads as zero and out-of-bounds global writes dropped.
+#include "ir/KnownDivisor.h"
 #include "passes/LowerContext.h"
 #include "passes/LowerTileOps.h"
 
@@ -140,8 +141,8 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
       body = if_then(full, fast, unrolled_for(e, vec, one));
     } else {
       ir::Stmt one = write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
-      body = if_then(full, call("tp::cg::st_vec<" + n + ">", {gptr, rptr}),
-                     unrolled_for(e, vec, one));
+      body =
+          if_then(full, call("tp::cg::st_vec<" + n + ">", {gptr, rptr}), unrolled_for(e, vec, one));
       if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
     }
     return unrolled_for(q, runs, when_valid(cx, l, r0, body));
@@ -325,7 +326,7 @@ bool paired_store_applies(const LowerContext& cx, const ir::Copy* op) {
   return wide && src.buffer->dtype == DType::f32 && l.regs_per_thread() % 2 == 0;
 }
 
-ir::Stmt paired_store(const LowerContext& cx, const ir::Copy* op) {
+ir::Stmt paired_store(LowerContext& cx, const ir::Copy* op) {
   const ir::Region &src = op->src, &dst = op->dst;
   const FragmentLayout& l = cx.layouts.fragment(src.buffer);
   Var q("q");
@@ -337,12 +338,18 @@ ir::Stmt paired_store(const LowerContext& cx, const ir::Copy* op) {
   Expr flat = cx.global_index(dst.buffer, idx);
   Expr v0 = ir::Load::make(cx.reg(src.buffer), l.reg_index(r0));
   Expr v1 = ir::Load::make(cx.reg(src.buffer), l.reg_index(r1));
+  ir::Stmt fast =
+      call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
+  if (int p = cx.param_index(dst.buffer); p >= 0 && p < 64) cx.paired_params |= uint64_t{1} << p;
+  // Rows of even length and a column known even: the pair is aligned and its second element
+  // is in bounds whenever its first is, so one test of the first suffices.
+  if (cx.even_rows(dst.buffer) && ir::known_multiple_of(idx.back(), 2))
+    return unrolled_for(q, l.regs_per_thread() / 2,
+                        if_then(cx.global_in_bounds(dst.buffer, idx), fast));
   // Both in bounds and the pair's first element aligned for the wide store (even row length,
   // even column); otherwise element by element, dropping what is out of bounds.
   Expr both = cx.global_in_bounds(dst.buffer, idx1) && flat % 2 == 0;
   if (cx.strided(dst.buffer)) both = both && cx.inner_contiguous(dst.buffer);
-  ir::Stmt fast =
-      call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
   ir::Stmt slow = seq({write(cx, dst, c0, v0), write(cx, dst, coords(cx, l, r1), v1)});
   return unrolled_for(q, l.regs_per_thread() / 2, if_then(both, fast, slow));
 }

@@ -19,6 +19,13 @@ struct Target {
   /// code a contiguous declaration gives, as Triton specializes on unit strides. CudaKernel
   /// picks the variant per launch; lowering elsewhere (show, the tuner) sees contiguous ones.
   uint64_t view_params = 0;
+  /// Bit i set: parameter i's rows hold an even number of adjacent elements in this variant's
+  /// launches (an even last extent, and for a view also a unit innermost stride and even
+  /// outer strides), so that any element at an even column starts a 2-element aligned pair (bases
+  /// are aligned). A paired fragment store then needs no alignment test and no element-wise
+  /// fallback: that branch is a third of a gemm's compile time. CudaKernel sets the bits of
+  /// the parameters that take paired stores (LoweredKernel::paired_params) per launch.
+  uint64_t even_rows = 0;
 
   bool sm90() const { return arch == "sm_90a"; }
   bool wgmma() const { return sm90(); }
@@ -27,7 +34,8 @@ struct Target {
   int64_t smem_limit() const { return sm90() ? 232448 : 166912; }
   std::string str() const {
     return arch + (sm90() && !allow_tma ? "-notma" : "") +
-           (view_params ? "-views" + std::to_string(view_params) : "");
+           (view_params ? "-views" + std::to_string(view_params) : "") +
+           (even_rows ? "-even" + std::to_string(even_rows) : "");
   }
   /// "sm_90a" | "sm_80"; user error naming the choices otherwise.
   static Target parse(const std::string& arch);

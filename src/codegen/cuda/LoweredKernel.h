@@ -33,10 +33,12 @@ struct LoweredKernel {
   bool persistent = false;
   std::vector<TmaParam> tmas;
   std::vector<bool> param_written; // per parameter: does the kernel write it
-  std::string lowered_text;        // layouts, pipeline plan and lowered IR
+  /// Bit i: parameter i takes paired fragment stores, which a launch whose rows of it are even
+  /// runs without alignment tests (passes::Target::even_rows).
+  uint64_t paired_params = 0;
+  std::string lowered_text; // layouts, pipeline plan and lowered IR
   /// The tile-level kernel with barriers inserted (what was lowered).
   ir::Stmt body_with_barriers;
 };
-
 
 } // namespace tp::cuda
