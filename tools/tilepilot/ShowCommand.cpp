@@ -57,7 +57,12 @@ void add_show_command(CLI::App& app, int* rc) {
         std::cout << ir::to_string(k.node());
       } else if (a->stage == "lowered" || a->stage == "cuda" || a->stage == "ptx" ||
                  a->stage == "resources") {
-        cuda::LoweredKernel lk = cuda::lower_kernel(k, target);
+        // The variant a launch at this shape takes (no TMA for unaligned rows, paired stores
+        // without alignment tests for even ones), as CudaKernel picks it.
+        std::vector<ir::ArgDesc> descs;
+        for (const ops::ArgSpec& spec : ops::step_arg_specs(prog, s, op.arg_specs(p)))
+          descs.push_back({spec.dtype, spec.shape});
+        cuda::LoweredKernel lk = cuda::lower_for_shapes(k, target, descs);
         if (a->stage == "lowered") {
           std::cout << lk.lowered_text;
         } else if (a->stage == "cuda") {
