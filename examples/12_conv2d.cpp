@@ -3,17 +3,19 @@
 // Y = im2col(X) Wt, where im2col is never stored: each K step fills the bm x bk A tile with its
 // patch of im2col(X), zero where the window hangs over the padding, and the rest is lesson 7's
 // GEMM. Sizes other than the batch are compile-time constants. Two kernels, picked by the shape:
-//   conv2d_box     stride 1, C a multiple of bk, and a tile of output pixels that is whole output
-//                  rows of one image (bm a multiple of OW, OH a multiple of bm / OW) or part of
-//                  one row (OW a multiple of bm). One K step is then (kh, kw, a chunk of bk
-//                  channels), and its A tile is one box of X: bm / OW input rows starting at
-//                  oh0 + kh - pad, OW columns starting at kw - pad, bk channels. The copy of a
-//                  [1, rows, OW, bk] box into the [bm, bk] tile flattens the box's outer
-//                  dimensions row-major (the copy rule); the padding is the box hanging over the
-//                  edges of X, read as zeros. On sm_90a the box is one TMA load, so the kernel
-//                  gets lesson 7's warp-specialized TMA pipeline.
+//   conv2d_box     stride 1, C a multiple of bk, and a tile of bm output pixels that is whole
+//                  output rows of one image (bm a multiple of OW, OH a multiple of bm / OW) or
+//                  part of one row (OW a multiple of bm). A K step is then one (kh, kw) and a
+//                  chunk of bk channels from c0, and its A tile is one box of X: the
+//                  [1, rows, cols, bk] box at (n, oh0 + kh - pad, ow0 + kw - pad, c0), with
+//                  cols = min(bm, OW) and rows = bm / cols. Copying it into the [bm, bk] tile
+//                  flattens its outer dimensions row-major (the copy rule), and the padding is
+//                  the box hanging over the edges of X, read as zeros. On sm_90a the box is one
+//                  TMA load, so the kernel gets lesson 7's warp-specialized TMA pipeline.
 //   conv2d_gather  any stride and padding: a `parallel` loop gathers the patch element by
-//                  element (select for the padding). It is not a copy, so nothing pipelines it.
+//                  element (select for the padding). It is not a copy, so only the filter's
+//                  tile is pipelined: on the H200 this kernel ran at 39 TFLOP/s on the --gpu
+//                  shape (docs/perf-log.md).
 // Teaches: a box copy that regroups dimensions; a gathered (computed-index) tile load;
 // decomposing flat indices.
 // Run: build/example_12_conv2d         CPU interpreter: box kernel on 2 x 8 x 8 x 32 -> 24
