@@ -369,7 +369,7 @@ struct Allocate : StmtNode {
 /// [1, 1, 64, 128] box of a 4-d tensor and a [64, 128] tile), or they hold the same number of
 /// elements and end in the same innermost extent, so each row of one side is a row of the
 /// other and only the outer dimensions are regrouped: a [1, 2, 64, 32] box and a [128, 32] tile
-/// (rows 0..63 of the tile are the box's first 64 rows). ir/CopyShape.h maps coordinates.
+/// (tile row r holds the box's [0, r / 64, r % 64, :]). ir/CopyShape.h maps coordinates.
 /// Out-of-bounds reads give 0, out-of-bounds writes are dropped (a box may start at negative
 /// coordinates). Exactly the two regions are read and written: copying a region of a register
 /// fragment writes only the region's elements to dst (and copying into a fragment region leaves
