@@ -109,8 +109,8 @@ struct Region {
   std::vector<Expr> min;
   std::vector<int64_t> extent;
 
-  /// The region's extents without its unit dimensions: two regions are copy-compatible when
-  /// these agree (a [1, 1, 64, 128] box of a 4-d tensor matches a [64, 128] tile).
+  /// The region's extents without its unit dimensions: a copy pairs the elements of two
+  /// regions in row-major order of these (Copy says which pairs of extents a copy accepts).
   std::vector<int64_t> squeezed() const;
   int64_t elements() const;
 };
@@ -364,10 +364,16 @@ struct Allocate : StmtNode {
   static Stmt make(Buffer b, SourceLoc loc);
 };
 
-/// dst = src, element by element in row-major order of the squeezed extents, converting dtype.
-/// Out-of-bounds reads give 0, out-of-bounds writes are dropped. Exactly the two regions are
-/// read and written: copying a region of a register fragment writes only the region's
-/// elements to dst (and copying into a fragment region leaves its other elements as they were).
+/// dst = src, element by element in row-major order of the squeezed extents, converting dtype:
+/// the n-th element of src goes to the n-th element of dst. The squeezed extents are equal (a
+/// [1, 1, 64, 128] box of a 4-d tensor and a [64, 128] tile), or they hold the same number of
+/// elements and end in the same innermost extent, so each row of one side is a row of the
+/// other and only the outer dimensions are regrouped: a [1, 2, 64, 32] box and a [128, 32] tile
+/// (tile row r holds the box's [0, r / 64, r % 64, :]). ir/CopyShape.h maps coordinates.
+/// Out-of-bounds reads give 0, out-of-bounds writes are dropped (a box may start at negative
+/// coordinates). Exactly the two regions are read and written: copying a region of a register
+/// fragment writes only the region's elements to dst (and copying into a fragment region leaves
+/// its other elements as they were).
 struct Copy : StmtNode {
   static constexpr NodeKind node_kind = NodeKind::Copy;
   Region src, dst;

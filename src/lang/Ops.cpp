@@ -2,6 +2,7 @@
 // invalid kernel is reported with that source location, the buffer and the rule.
 #include <sstream>
 
+#include "ir/CopyShape.h"
 #include "lang/Builder.h"
 #include "tilepilot/lang.h"
 
@@ -118,11 +119,14 @@ void copy(const Operand& src, const Operand& dst, Loc l) {
   if (has_extents(dst)) de = extents_of(dst), dp = &de;
   ir::Region s = resolve(src, dp ? &de : nullptr, "copy", loc);
   ir::Region d = resolve(dst, sp ? &se : nullptr, "copy", loc);
-  if (s.squeezed() != d.squeezed())
+  if (!ir::copy_compatible(s.squeezed(), d.squeezed()))
     user_error(loc) << "copy: shape mismatch: source '" << sb->name << "' box "
                     << shape_str(s.extent) << " vs destination '" << db->name << "' box "
                     << shape_str(d.extent)
-                    << "; the two boxes must have the same extents (unit dimensions aside)";
+                    << "; the two boxes must have the same extents (unit dimensions aside), or "
+                       "the same number of elements and the same innermost extent (the outer "
+                       "dimensions are then flattened row-major, as a [2, 64, 32] box into a "
+                       "[128, 32] tile): change the box's extents or the tile's shape";
   lang::append(ir::Copy::make(std::move(s), std::move(d), loc));
 }
 

@@ -1,6 +1,7 @@
 // Lowering of copy and fill: register fragments element by element in their layout, memory to
 // memory as a cooperative loop over the box (16-byte vectors global -> shared when aligned),
 // out-of-bounds global reads as zero and out-of-bounds global writes dropped.
+#include "ir/CopyShape.h"
 #include "ir/KnownDivisor.h"
 #include "passes/LowerContext.h"
 #include "passes/LowerTileOps.h"
@@ -30,6 +31,15 @@ std::vector<Expr> place(const LowerContext& cx, const ir::Region& r, const std::
     idx.push_back(r.extent[d] == 1 ? m : m + c[k++]);
   }
   return idx;
+}
+
+/// Copy coordinates `c` over `from`, the squeezed extents of the copy's other side, as
+/// coordinates of region r: the element at the same row-major position (ir/CopyShape.h, as the
+/// interpreter pairs them). The same coordinates when the two sides' extents agree.
+std::vector<Expr> onto(const ir::Region& r, const std::vector<Expr>& c,
+                       const std::vector<int64_t>& from) {
+  internal_assert(c.size() == from.size()) << "copy coordinates do not match their extents";
+  return ir::regroup(c, from, r.squeezed());
 }
 
 /// Load of one element of region r (zero when out of bounds of a global tensor).
@@ -212,19 +222,20 @@ struct Chunks {
   bool two_d = false;
   explicit operator bool() const { return per > 0; }
   int64_t count() const { return rows * (cols / per); }
+  /// The destination tile's squeezed extents, over which chunk_coords are.
+  std::vector<int64_t> shape() const { return two_d ? std::vector{rows, cols} : std::vector{cols}; }
 };
 Chunks shared_chunks(const ir::Copy* op) {
   const ir::Region &src = op->src, &dst = op->dst;
   const Buffer &S = src.buffer, &D = dst.buffer;
-  std::vector<int64_t> ext;
-  for (int d : nonunit(src.extent))
-    ext.push_back(src.extent[d]);
   if (D->scope != Scope::shared || S->scope != Scope::global || S->dtype != D->dtype ||
       dtype_bytes(S->dtype) != 2 || dst.extent != D->const_shape())
     return {};
-  std::vector<int64_t> ds = D->const_shape();
-  bool two_d = D->rank() == 2 && ext.size() == 2;
-  bool one_d = D->rank() == 1 && ext.size() == 1;
+  // The chunks walk the tile's rows; the source's outer dimensions may be regrouped into them
+  // (the copy rule): a chunk stays within one row of both.
+  std::vector<int64_t> ds = D->const_shape(), dsq = dst.squeezed();
+  bool two_d = D->rank() == 2 && dsq.size() == 2;
+  bool one_d = D->rank() == 1 && dsq.size() == 1;
   if (!(two_d || one_d) || src.extent.back() != ds.back() || ds.back() % 8 != 0) return {};
   return {two_d ? ds[0] : 1, ds.back(), 16 / dtype_bytes(S->dtype), two_d};
 }
@@ -251,7 +262,7 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
   Var e("ve");
   return unrolled_for(e, ch.per,
                       write(cx, dst, chunk_coords(ch, row, col + e),
-                            read(cx, src, chunk_coords(ch, row, col + e))));
+                            read(cx, src, onto(src, chunk_coords(ch, row, col + e), ch.shape()))));
 }
 
 /// 16-byte vector copy global -> shared, with an element-wise fallback for vectors at the
@@ -263,7 +274,7 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
   Expr col0 = lower_expr(cx, src.min.back());
   Expr aligned = cx.rows_aligned(g, ch.per) && (col0 % ch.per == 0);
   return for_chunks(cx, ch, [&](Expr row, Expr col) {
-    std::vector<Expr> gidx = place(cx, src, chunk_coords(ch, row, col));
+    std::vector<Expr> gidx = place(cx, src, onto(src, chunk_coords(ch, row, col), ch.shape()));
     std::vector<Expr> gidx_end = gidx;
     gidx_end.back() = gidx_end.back() + (ch.per - 1);
     Expr full = aligned && cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
@@ -288,7 +299,7 @@ ir::Stmt async_chunks(const LowerContext& cx, const Chunks& ch, const ir::Region
   const std::string helper = "tp::sm80::cp_async_chunk<" + std::to_string(dtype_bytes(g->dtype)) +
                              ", " + std::to_string(ch.per) + ">";
   return for_chunks(cx, ch, [&](Expr row, Expr col) {
-    std::vector<Expr> gidx = place(cx, src, chunk_coords(ch, row, col));
+    std::vector<Expr> gidx = place(cx, src, onto(src, chunk_coords(ch, row, col), ch.shape()));
     Expr gcol = gidx.back();
     std::vector<Expr> row_start = gidx;
     row_start.back() = Expr(0);
@@ -398,11 +409,12 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     Expr v = ir::Load::make(cx.reg(S), l.reg_index(r));
     ir::Stmt s;
     if (swhole) {
-      s = write(cx, dst, l.elementwise() ? squeezed(S, coords(cx, l, r)) : coords(cx, l, r), v);
+      std::vector<Expr> c = l.elementwise() ? squeezed(S, coords(cx, l, r)) : coords(cx, l, r);
+      s = write(cx, dst, src.squeezed() == dst.squeezed() ? c : onto(dst, c, src.squeezed()), v);
     } else {
       // Exactly the region: registers outside it are not stored.
       InRegion in = in_region(cx, src, coords(cx, l, r));
-      s = if_then(in.inside, write(cx, dst, in.coords, v));
+      s = if_then(in.inside, write(cx, dst, onto(dst, in.coords, src.squeezed()), v));
     }
     // A replicated vector is stored by one thread of each replica set.
     if (Expr w = l.owner(cx.tid); w.defined()) s = if_then(w, s);
@@ -411,22 +423,22 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   if (dreg) {
     if (int vec = shared_read_vector(cx, op)) return shared_vector_read(cx, op, vec);
     const FragmentLayout& l = cx.layouts.fragment(D);
-    if (dwhole)
+    if (dwhole) {
+      std::vector<Expr> c = l.elementwise() ? squeezed(D, coords(cx, l, r)) : coords(cx, l, r);
+      if (src.squeezed() != dst.squeezed()) c = onto(src, c, dst.squeezed());
       return unrolled_for(
           r, l.regs_per_thread(),
-          when_valid(
-              cx, l, r,
-              ir::Store::make(
-                  cx.reg(D), l.reg_index(r),
-                  read(cx, src, l.elementwise() ? squeezed(D, coords(cx, l, r)) : coords(cx, l, r)),
-                  {})));
+          when_valid(cx, l, r, ir::Store::make(cx.reg(D), l.reg_index(r), read(cx, src, c), {})));
+    }
     // Exactly the region: registers outside it keep their values.
     InRegion in = in_region(cx, dst, coords(cx, l, r));
     return unrolled_for(
         r, l.regs_per_thread(),
-        when_valid(cx, l, r,
-                   if_then(in.inside, ir::Store::make(cx.reg(D), l.reg_index(r),
-                                                      read(cx, src, in.coords), {}))));
+        when_valid(
+            cx, l, r,
+            if_then(in.inside,
+                    ir::Store::make(cx.reg(D), l.reg_index(r),
+                                    read(cx, src, onto(src, in.coords, dst.squeezed())), {}))));
   }
   // Memory to memory.
   std::vector<int64_t> ext;
@@ -444,7 +456,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
       c[d] = (e / stride) % ext[d];
       stride *= ext[d];
     }
-    return write(cx, dst, c, read(cx, src, c));
+    return write(cx, dst, onto(dst, c, ext), read(cx, src, c));
   });
 }
 

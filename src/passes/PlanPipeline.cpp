@@ -42,18 +42,14 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
     *why = "the tile's columns are not the tensor's contiguous dimension";
     return std::nullopt;
   }
-  // The tile's rows must be the one other non-unit dimension.
-  int other = -1;
+  // The tile's rows are the box's outer dimensions flattened row-major (the copy rule), which is
+  // also how TMA lands a box of any rank in shared memory: innermost dimension fastest. Each
+  // outer extent is one dimension of the TMA box.
+  int64_t rows = 1, widest = 1;
   for (int d = 0; d < rank - 1; ++d)
-    if (src.extent[d] != 1) {
-      if (other >= 0) {
-        *why = "the box spans more than two tensor dimensions";
-        return std::nullopt;
-      }
-      other = d;
-    }
-  if (ds[0] != 1 && other < 0) {
-    *why = "unexpected box";
+    rows *= src.extent[d], widest = std::max(widest, src.extent[d]);
+  if (rows != ds[0]) {
+    *why = "the box's outer extents do not multiply to the tile's rows";
     return std::nullopt;
   }
   const SharedLayout& sl = layouts.shared_layout(dst.buffer);
@@ -64,8 +60,8 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
     if (k.params[i]->uid == src.buffer->uid) l.param = static_cast<int>(i);
   l.swizzle_bytes = sl.kind == SharedLayout::Kind::swizzled ? sl.swizzle_bytes : 0;
   int64_t inner = l.swizzle_bytes ? l.swizzle_bytes / eb : ds[1];
-  if (inner * eb % 16 != 0 || inner > 256 || ds[0] > 256) {
-    *why = "the tile is not a valid TMA box (rows <= 256, row bytes a multiple of 16)";
+  if (inner * eb % 16 != 0 || inner > 256 || widest > 256) {
+    *why = "the tile is not a valid TMA box (each extent <= 256, row bytes a multiple of 16)";
     return std::nullopt;
   }
   l.boxes = ds[1] / inner;

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "ir/CopyShape.h"
 #include "ir/IRVisitor.h"
 
 namespace tp::passes {
@@ -159,8 +160,8 @@ protected:
     return ir::Seq::make(std::move(out), op->loc);
   }
 
-  /// F(idx) is the copy's global element at the region's min plus idx, dimension by dimension
-  /// over the non-unit extents of both (the copy's squeezed order); 0 out of bounds.
+  /// F(idx) is the copy's global element at the same row-major position of the non-unit
+  /// extents (the copy rule, ir/CopyShape.h) past the region's min; 0 out of bounds.
   Expr visit(const ir::Load* op, const Expr& self) override {
     auto it = sunk_.find(op->buffer->uid);
     if (it == sunk_.end()) return IRMutator::visit(op, self);
@@ -168,8 +169,10 @@ protected:
     const Buffer& f = op->buffer;
     std::vector<int64_t> fs = f->const_shape();
     std::vector<Expr> fidx;
+    std::vector<int64_t> fsq;
     for (size_t d = 0; d < fs.size(); ++d)
-      if (fs[d] != 1) fidx.push_back(mutate(op->indices[d]));
+      if (fs[d] != 1) fidx.push_back(mutate(op->indices[d])), fsq.push_back(fs[d]);
+    fidx = ir::regroup(fidx, fsq, src.squeezed()); // the copy rule's pairing
     std::vector<Expr> gidx;
     Expr inside;
     size_t next = 0;

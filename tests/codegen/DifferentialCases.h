@@ -725,6 +725,86 @@ inline DiffCase one_warp_mma_register_a() {
   return c;
 }
 
+/// Copies between a 4-d box and a 2-d tile pair elements in row-major order, the box's outer
+/// dimensions flattened: tile row r is box row r / 8, box column r % 8. Global -> shared (then
+/// out as a plain 2-d tile, converted to f32), global -> fragment, and fragment -> global box.
+/// The boxes start at -1 and run past the tensor's edge: those elements read 0 and their writes
+/// are dropped (Z is written exactly once per element, so a write that leaks shows).
+inline DiffCase copy_flattens_outer_dimensions() {
+  DiffCase c;
+  c.name = "CopyFlattensOuterDimensionsRowMajor";
+  Dim Nb("Nb"), P("P");
+  Tensor X("X", {Nb, 5, 6, 16}, bf16), Y("Y", {P, 16}, f32), Z("Z", {Nb, 5, 6, 16}, f32);
+  c.kernel = kernel("copy_regroup", {X, Y, Z}, grid(3, Nb), threads(128), [&](Var bx, Var by) {
+    Tile S = alloc_shared({16, 16}, bf16);
+    copy(X.tile({by, bx * 2 - 1, -1, 0}, {1, 2, 8, 16}), S);
+    copy(S, Y.tile(by * 48 + bx * 16, 0));
+    Tile F = alloc_fragment({16, 16}, f32);
+    copy(X.tile({by, bx * 2 - 1, -1, 0}, {1, 2, 8, 16}), F);
+    copy(F, Z.tile({by, bx * 2 - 1, -1, 0}, {1, 2, 8, 16}));
+  });
+  c.args = {ints(bf16, {2, 5, 6, 16}, 47), sentinel(f32, {96, 16}), sentinel(f32, {2, 5, 6, 16})};
+  c.outputs = {1, 2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t r = 0; r < 16; ++r)
+          for (int64_t ch = 0; ch < 16; ++ch) {
+            int64_t h = 2 * b - 1 + r / 8, w = r % 8 - 1;
+            bool in = h >= 0 && h < 5 && w >= 0 && w < 6;
+            double v = in ? a[0].get(((n * 5 + h) * 6 + w) * 16 + ch) : 0.0;
+            a[1].set((n * 48 + b * 16 + r) * 16 + ch, v);
+          }
+    for (int64_t i = 0; i < a[0].numel(); ++i)
+      a[2].set(i, a[0].get(i));
+  };
+  return c;
+}
+
+/// A pipelined gemm whose A tile is a box of an NHWC tensor X [Nb, 8, 8, 128]: step k is a
+/// window offset (kh, kw) = (k / 6, k / 2 % 3) and a chunk of 64 channels, and its A tile is the
+/// box X[n, kh - 1 : +8, kw - 1 : +8, c0 : +64] flattened to [64 pixels, 64], the taps of a
+/// 3 x 3 stencil with a zero border of 1 (boxes starting at -1 or running past the edge). On
+/// sm_90a the box is one 4-d TMA load of the warp-specialized loop.
+inline DiffCase box_copy_into_pipelined_gemm() {
+  DiffCase c;
+  c.name = "BoxCopyIntoPipelinedGemm";
+  Dim Nb("Nb"), P("P");
+  Tensor X("X", {Nb, 8, 8, 128}, bf16), W("W", {1152, 64}, bf16), Y("Y", {P, 64}, f32);
+  c.kernel =
+      kernel("box_gemm", {X, W, Y}, grid(1, ceildiv(P, 64)), threads(128), [&](Var bx, Var by) {
+        Tile As = alloc_shared({64, 64}, bf16), Bs = alloc_shared({64, 64}, bf16);
+        Tile acc = alloc_fragment({64, 64}, f32);
+        clear(acc);
+        pipelined(18, 2, [&](Var k) {
+          Expr kh = k / 6, kw = k / 2 % 3, c0 = k % 2 * 64;
+          copy(X.tile({by, kh - 1, kw - 1, c0}, {1, 8, 8, 64}), As);
+          copy(W.tile(k * 64, bx * 64), Bs);
+          gemm(As, Bs, acc);
+        });
+        copy(acc, Y.tile(by * 64, bx * 64));
+      });
+  c.args = {ints(bf16, {2, 8, 8, 128}, 53), ints(bf16, {1152, 64}, 59), sentinel(f32, {128, 64})};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t p = 0; p < 128; ++p)
+      for (int64_t f = 0; f < 64; ++f) {
+        int64_t n = p / 64, oh = p / 8 % 8, ow = p % 8;
+        double s = 0;
+        for (int64_t kh = 0; kh < 3; ++kh)
+          for (int64_t kw = 0; kw < 3; ++kw) {
+            int64_t h = oh + kh - 1, w = ow + kw - 1;
+            if (h < 0 || h >= 8 || w < 0 || w >= 8) continue;
+            for (int64_t ch = 0; ch < 128; ++ch)
+              s += a[0].get(((n * 8 + h) * 8 + w) * 128 + ch) *
+                   a[1].get(((kh * 3 + kw) * 128 + ch) * 64 + f);
+          }
+        a[2].set(p * 64 + f, s);
+      }
+  };
+  return c;
+}
+
 struct NamedCase {
   const char* name;
   DiffCase (*make)();
@@ -754,7 +834,9 @@ inline std::vector<NamedCase> differential_cases() {
           {"OneWarpMmaSerialKTail", one_warp_mma_serial_tail},
           {"OneWarpMmaPipelined", one_warp_mma_pipelined},
           {"OneWarpMmaTransB", one_warp_mma_trans_b},
-          {"OneWarpMmaRegisterA", one_warp_mma_register_a}};
+          {"OneWarpMmaRegisterA", one_warp_mma_register_a},
+          {"CopyFlattensOuterDimensionsRowMajor", copy_flattens_outer_dimensions},
+          {"BoxCopyIntoPipelinedGemm", box_copy_into_pipelined_gemm}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

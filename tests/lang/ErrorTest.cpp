@@ -43,6 +43,44 @@ TEST(LangErrors, CopyShapeMismatch) {
       {"copy: shape mismatch", "[64, 32]", "[64, 64]"});
 }
 
+// A box whose outer dimensions regroup into the tile's rows is a copy (the rule flattens them
+// row-major); boxes whose rows differ from the tile's, or whose element count differs, are not:
+// the message names both boxes and the rule's two forms.
+TEST(LangErrors, CopyRegroupNeedsSameRowsAndCount) {
+  Dim Nb("Nb");
+  Tensor X("X", {Nb, 16, 16, 64}, bf16), Y("Y", {Nb, 16}, bf16);
+  kernel("k", {X, Y}, grid(1), threads(128), [&](Var) {
+    Tile s = alloc_shared({32, 64}, bf16);
+    copy(X.tile({0, -1, -1, 0}, {1, 2, 16, 64}), s); // [2, 16, 64] -> [32, 64]: accepted
+  });
+  const std::vector<std::string> rule = {"copy: shape mismatch",
+                                         "'X' box",
+                                         "'shared0' box",
+                                         "same number of elements",
+                                         "the same innermost extent",
+                                         "flattened row-major"};
+  auto with = [&](std::vector<std::string> v) {
+    v.insert(v.end(), rule.begin(), rule.end());
+    return v;
+  };
+  expect_user_error( // rows of 32 channels into rows of 64: not a regrouping of whole rows
+      [&] {
+        kernel("k", {X, Y}, grid(1), threads(128), [&](Var) {
+          Tile s = alloc_shared({32, 64}, bf16);
+          copy(X.tile({0, 0, 0, 0}, {1, 4, 16, 32}), s);
+        });
+      },
+      with({"[1, 4, 16, 32]", "[32, 64]"}));
+  expect_user_error( // 48 rows into 32
+      [&] {
+        kernel("k", {X, Y}, grid(1), threads(128), [&](Var) {
+          Tile s = alloc_shared({32, 64}, bf16);
+          copy(X.tile({0, 0, 0, 0}, {1, 3, 16, 64}), s);
+        });
+      },
+      with({"[1, 3, 16, 64]", "[32, 64]"}));
+}
+
 TEST(LangErrors, GemmShapeMismatch) {
   Fixture f;
   expect_user_error(

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "codegen/cpu/Statements.h"
+#include "ir/CopyShape.h"
 
 namespace tp::cpu {
 
@@ -34,16 +35,22 @@ public:
     Storage& d = *c.buf[dst_.slot];
     std::vector<int64_t> so = src_.origin(c, loc_), dor = dst_.origin(c, loc_);
     std::vector<int> sd = nonunit(src_.extent), dd = nonunit(dst_.extent);
-    std::vector<int64_t> ext;
+    std::vector<int64_t> ext, dext;
     for (int k : sd) ext.push_back(src_.extent[k]);
+    for (int k : dd)
+      dext.push_back(dst_.extent[k]);
     int64_t total = 1;
     for (int64_t e : ext) total *= e;
-    std::vector<int64_t> e(ext.size(), 0), si = so, di = dor;
+    const bool same = ext == dext;
+    std::vector<int64_t> e(ext.size(), 0), si = so, di = dor, de;
     for (int64_t t = 0; t < total; ++t) {
-      for (size_t k = 0; k < ext.size(); ++k) {
+      // The same row-major position on both sides (ir/CopyShape.h, as the CUDA lowering).
+      if (!same) de = ir::regroup(e, ext, dext);
+      const std::vector<int64_t>& dc = same ? e : de;
+      for (size_t k = 0; k < ext.size(); ++k)
         si[sd[k]] = so[sd[k]] + e[k];
-        di[dd[k]] = dor[dd[k]] + e[k];
-      }
+      for (size_t k = 0; k < dext.size(); ++k)
+        di[dd[k]] = dor[dd[k]] + dc[k];
       bool sok, dok;
       int64_t soff = offset_of(s, si, &sok);
       int64_t doff = offset_of(d, di, &dok);
