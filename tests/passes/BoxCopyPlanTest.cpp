@@ -15,12 +15,19 @@ using namespace tp;
 
 namespace {
 
-passes::PipelinePlan plan_for(const Kernel& k, const std::string& arch) {
+/// A kernel's pipeline plan, with the (lets-flattened) kernel whose statements it points into.
+struct Planned {
+  ir::KernelNode node;
+  passes::PipelinePlan plan;
+};
+
+Planned plan_for(const Kernel& k, const std::string& arch) {
   passes::Target t = passes::Target::parse(arch);
-  ir::KernelNode kn = k.node();
-  kn.body = passes::flatten_lets(kn.body);
-  passes::LayoutInfo l = passes::infer_layouts(kn, t);
-  return passes::plan_pipeline(kn, l, t);
+  Planned out{k.node(), {}};
+  out.node.body = passes::flatten_lets(out.node.body);
+  passes::LayoutInfo l = passes::infer_layouts(out.node, t);
+  out.plan = passes::plan_pipeline(out.node, l, t);
+  return out;
 }
 
 /// A pipelined gemm whose A tile is `rows` x `cols` pixels of an NHWC tensor, one box per step
@@ -55,7 +62,8 @@ const passes::TmaLoad* load_of(const passes::PipelinePlan& p, const std::string&
 // Two output rows of 64 pixels: the box [1, 2, 64, 64] is the TMA box {64, 64, 2, 1} (channels,
 // columns, rows, image), 128-byte swizzled like a [128, 64] tile's, landing 128 x 64 x 2 bytes.
 TEST(BoxCopyPlan, FlattenedBoxIsOneTmaLoadOfTheWarpSpecializedLoop) {
-  passes::PipelinePlan p = plan_for(box_gemm(2, 64), "sm_90a");
+  Planned planned = plan_for(box_gemm(2, 64), "sm_90a");
+  const passes::PipelinePlan& p = planned.plan;
   ASSERT_TRUE(p.warp_specialized) << p.reason;
   const passes::TmaLoad* x = load_of(p, "X");
   ASSERT_TRUE(x);
@@ -74,7 +82,8 @@ TEST(BoxCopyPlan, FlattenedBoxIsOneTmaLoadOfTheWarpSpecializedLoop) {
 // tensor map with that box, and the producer issues a 4-d TMA load with the box's four starts.
 TEST(BoxCopyPlan, BoxWithinOneRowLowersToA4dTmaLoad) {
   Kernel k = box_gemm(1, 64);
-  passes::PipelinePlan p = plan_for(k, "sm_90a");
+  Planned planned = plan_for(k, "sm_90a");
+  const passes::PipelinePlan& p = planned.plan;
   ASSERT_TRUE(p.warp_specialized) << p.reason;
   const passes::TmaLoad* x = load_of(p, "X");
   ASSERT_TRUE(x);
@@ -89,7 +98,8 @@ TEST(BoxCopyPlan, BoxWithinOneRowLowersToA4dTmaLoad) {
 
 // Without TMA the same loop is a cp.async pipeline that prefetches the box copy.
 TEST(BoxCopyPlan, FlattenedBoxIsPrefetchedWithoutTma) {
-  passes::PipelinePlan p = plan_for(box_gemm(2, 64), "sm_80");
+  Planned planned = plan_for(box_gemm(2, 64), "sm_80");
+  const passes::PipelinePlan& p = planned.plan;
   EXPECT_FALSE(p.warp_specialized);
   ASSERT_TRUE(p.cp_async) << p.cp_async_reason;
   bool x = false;
