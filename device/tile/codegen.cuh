@@ -143,6 +143,18 @@ TP_DEVICE void store2(float* p, float a, float b) {
     p[1] = b;
   }
 }
+/// store2 where the launch has checked that p is aligned to twice the element size (a variant
+/// compiled for even rows and an aligned base: passes::Target::even_rows). No branch: each of
+/// an epilogue's unrolled pairs costs one store, and the compile no fallback path.
+TP_DEVICE void store2_aligned(bf16* p, float a, float b) {
+  *reinterpret_cast<uint32_t*>(p) = pack(to_bf16(a), to_bf16(b)).bits;
+}
+TP_DEVICE void store2_aligned(half* p, float a, float b) {
+  *reinterpret_cast<uint32_t*>(p) = pack(to_half(a), to_half(b)).bits;
+}
+TP_DEVICE void store2_aligned(float* p, float a, float b) {
+  *reinterpret_cast<F2*>(p) = F2{a, b};
+}
 
 struct alignas(16) Vec16 {
   uint32_t w[4];

@@ -139,15 +139,21 @@ const LoweredKernel& CudaKernel::lowered(bool tma) {
   return lowered(VariantKey{tma, 0, 0});
 }
 
-uint64_t CudaKernel::even_rows(const std::vector<ir::ArgDesc>& desc) {
+uint64_t CudaKernel::even_rows(const std::vector<DeviceTensor>& args,
+                               const std::vector<ir::ArgDesc>& desc) {
   // Which parameters take paired stores does not depend on the variant: any one's list will do.
   const uint64_t paired = lowered(true).paired_params;
-  return paired ? even_row_params(paired, desc) : 0;
+  uint64_t m = paired ? even_row_params(paired, desc) : 0;
+  // A contiguous tensor may still start at an odd element (a slice passed as its own tensor).
+  for (size_t i = 0; m && i < args.size() && i < 64; ++i)
+    if (args[i].ptr % (2 * static_cast<uint64_t>(dtype_bytes(args[i].dtype))) != 0)
+      m &= ~(uint64_t{1} << i);
+  return m;
 }
 
 CudaKernel::VariantKey CudaKernel::variant_key(const std::vector<DeviceTensor>& args,
                                                const std::vector<ir::ArgDesc>& desc) {
-  return {wants_tma(args), view_params(args), even_rows(desc)};
+  return {wants_tma(args), view_params(args), even_rows(args, desc)};
 }
 
 bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {

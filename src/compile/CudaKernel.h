@@ -73,9 +73,10 @@ private:
   /// view_params); the others are indexed as contiguous in the variant the launch takes. A
   /// kernel with more than 64 parameters indexes those past 64 as views always.
   uint64_t view_params(const std::vector<DeviceTensor>& args) const;
-  /// The paired-store parameters whose rows are even in this launch (passes::Target::
-  /// even_rows): a kernel called with even and odd row lengths compiles both variants.
-  uint64_t even_rows(const std::vector<ir::ArgDesc>& desc);
+  /// The paired-store parameters whose rows are even and whose first element is aligned to two
+  /// elements in this launch (passes::Target::even_rows): a kernel called with even and odd
+  /// row lengths compiles both variants.
+  uint64_t even_rows(const std::vector<DeviceTensor>& args, const std::vector<ir::ArgDesc>& desc);
   /// What picks a variant: TMA or not, view_params, even_rows.
   using VariantKey = std::tuple<bool, uint64_t, uint64_t>;
   Variant& variant(const VariantKey& key);

@@ -352,11 +352,15 @@ ir::Stmt paired_store(LowerContext& cx, const ir::Copy* op) {
   ir::Stmt fast =
       call("tp::cg::store2", {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
   if (int p = cx.param_index(dst.buffer); p >= 0 && p < 64) cx.paired_params |= uint64_t{1} << p;
-  // Rows of even length and a column known even: the pair is aligned and its second element
-  // is in bounds whenever its first is, so one test of the first suffices.
-  if (cx.even_rows(dst.buffer) && ir::known_multiple_of(idx.back(), 2))
+  // Rows of even length from an aligned base and a column known even: the pair is aligned and
+  // its second element is in bounds whenever its first is, so one test of the first suffices
+  // and the store needs no test of its address.
+  if (cx.even_rows(dst.buffer) && ir::known_multiple_of(idx.back(), 2)) {
+    ir::Stmt aligned = call("tp::cg::store2_aligned",
+                            {call_expr("tp.ptr", {flat}, DType::i32, {dst.buffer}), v0, v1});
     return unrolled_for(q, l.regs_per_thread() / 2,
-                        if_then(cx.global_in_bounds(dst.buffer, idx), fast));
+                        if_then(cx.global_in_bounds(dst.buffer, idx), aligned));
+  }
   // Both in bounds and the pair's first element aligned for the wide store (even row length,
   // even column); otherwise element by element, dropping what is out of bounds.
   Expr both = cx.global_in_bounds(dst.buffer, idx1) && flat % 2 == 0;

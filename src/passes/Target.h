@@ -20,11 +20,12 @@ struct Target {
   /// picks the variant per launch; lowering elsewhere (show, the tuner) sees contiguous ones.
   uint64_t view_params = 0;
   /// Bit i set: parameter i's rows hold an even number of adjacent elements in this variant's
-  /// launches (an even last extent, and for a view also a unit innermost stride and even
-  /// outer strides), so that any element at an even column starts a 2-element aligned pair (bases
-  /// are aligned). A paired fragment store then needs no alignment test and no element-wise
-  /// fallback: that branch is a third of a gemm's compile time. CudaKernel sets the bits of
-  /// the parameters that take paired stores (LoweredKernel::paired_params) per launch.
+  /// launches (an even last extent, and for a view also a unit innermost stride and even outer
+  /// strides) and its first element is aligned to two elements, so that any element at an even
+  /// column starts an aligned pair. A paired fragment store then needs no alignment test and no
+  /// element-wise fallback: that branch was a third of a gemm's compile time. CudaKernel sets
+  /// the bits of the parameters that take paired stores (LoweredKernel::paired_params) per
+  /// launch, from their shapes, strides and addresses; lower_for_shapes assumes aligned bases.
   uint64_t even_rows = 0;
 
   bool sm90() const { return arch == "sm_90a"; }

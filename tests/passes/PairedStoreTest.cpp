@@ -1,8 +1,9 @@
 // The paired store of a gemm accumulator into a global tile (LowerCopy.cpp): two adjacent
 // columns of a row in one 2-element store. In general it tests bounds and alignment per pair and
 // falls back to two element stores; in a variant whose target promises the tensor's rows are
-// even (passes::Target::even_rows) and where the tile's column is provably even, it tests only
-// the first element's bounds and has no fallback. Checked on the lowered statements.
+// even and its base aligned (passes::Target::even_rows) and where the tile's column is provably
+// even, it tests only the first element's bounds, stores without an address test
+// (store2_aligned) and has no fallback. Checked on the lowered statements.
 #include <gtest/gtest.h>
 
 #include <tilepilot/tilepilot.h>
@@ -19,7 +20,8 @@ using namespace tp;
 namespace {
 
 struct Lowered {
-  int pair_stores = 0;    // tp::cg::store2 calls
+  int pair_stores = 0;    // tp::cg::store2 calls (they test the address themselves)
+  int aligned_pairs = 0;  // tp::cg::store2_aligned calls (no test)
   int element_stores = 0; // element Stores into C (the fallback)
   uint64_t paired_params = 0;
 };
@@ -38,7 +40,8 @@ Lowered lower(const Kernel& kernel, uint64_t even_rows, uint64_t views = 0) {
   ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
     if (const auto* e = ir::as<ir::Evaluate>(st))
       if (const auto* call = ir::as<ir::Intrinsic>(e->value))
-        out.pair_stores += call->name == "tp::cg::store2";
+        out.pair_stores += call->name == "tp::cg::store2",
+            out.aligned_pairs += call->name == "tp::cg::store2_aligned";
     if (const auto* store = ir::as<ir::Store>(st))
       out.element_stores += store->buffer->uid == c->uid;
   });
@@ -84,7 +87,8 @@ TEST(PairedStore, InGeneralEachPairFallsBackToElementStores) {
 TEST(PairedStore, EvenRowsDropTheFallback) {
   for (DType t : {bf16, f32}) {
     Lowered l = lower(gemm(t), kC);
-    EXPECT_EQ(l.pair_stores, 1) << dtype_name(t);
+    EXPECT_EQ(l.aligned_pairs, 1) << dtype_name(t);
+    EXPECT_EQ(l.pair_stores, 0) << dtype_name(t);
     EXPECT_EQ(l.element_stores, 0) << dtype_name(t);
   }
 }
@@ -92,6 +96,7 @@ TEST(PairedStore, EvenRowsDropTheFallback) {
 TEST(PairedStore, AColumnNotProvablyEvenKeepsTheFallback) {
   Lowered l = lower(gemm(bf16, true), kC);
   EXPECT_EQ(l.pair_stores, 1);
+  EXPECT_EQ(l.aligned_pairs, 0);
   EXPECT_EQ(l.element_stores, 2);
 }
 
