@@ -1,6 +1,6 @@
 // GEMM epilogues through NVRTC for sm_90a, no GPU needed: lesson 08's GPU config (128 x 256 x
 // 64 tiles, 4 stages, 256 consumer threads) with bias + GELU, and with a residual and a scale
-// too, against the same GEMM without an epilogue.
+// too, against the same GEMM without an epilogue; and the variant for even output rows.
 // Measured at this commit (ptxas of NVRTC 13.0): the plain GEMM, bias + GELU, and bias + GELU
 // + scale + residual all use 168 registers (the __launch_bounds__(384, 1) cap: 65536 / 384
 // rounded down to 8) and spill nothing. Before SinkFragmentLoads the residual fragment, loaded
@@ -24,9 +24,17 @@ struct Built {
   rt::ResourceUsage u;
 };
 
-Built build(const Epilogue& e) {
-  cuda::LoweredKernel lk =
-      cuda::lower_kernel(test::epilogue_gemm({}, e), passes::Target::parse("sm_90a"));
+/// Lesson 08's gemm with epilogue `e` through NVRTC for sm_90a: the general variant, or the one
+/// a launch whose output rows are even takes (passes::Target::even_rows).
+Built build(const Epilogue& e, bool even_rows = false) {
+  const Kernel k = test::epilogue_gemm({}, e);
+  passes::Target t = passes::Target::parse("sm_90a");
+  cuda::LoweredKernel lk = cuda::lower_kernel(k, t);
+  if (even_rows) {
+    EXPECT_NE(lk.paired_params, 0u) << "the output takes paired stores";
+    t.even_rows = lk.paired_params;
+    lk = cuda::lower_kernel(k, t);
+  }
   rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {}, true);
   EXPECT_FALSE(j.compiled.cubin.empty()) << j.compiled.log;
   return {j.compiled.ptx, rt::resource_usage(j.compiled.log, lk.entry)};
@@ -68,3 +76,26 @@ TEST(EpilogueCudaCompile, ResidualEpilogueCompilesWithoutSpills) {
 }
 
 } // namespace
+
+// The even-row variant keeps the 64 two-element global stores a thread issues and drops every
+// element store of the fallbacks: the pass's (index not even) and store2's own (address not
+// aligned). It needs no more registers.
+TEST(EpilogueCudaCompile, EvenRowsKeepThePairsAndDropTheElementStores) {
+  // Global stores of 16-bit elements: pairs (one 32-bit word) and single elements.
+  auto pairs = [](const std::string& ptx) {
+    return count(ptx, "st.global.b32") + count(ptx, "st.global.u32");
+  };
+  auto elements = [](const std::string& ptx) {
+    return count(ptx, "st.global.b16") + count(ptx, "st.global.u16");
+  };
+  for (const Epilogue& e : {Epilogue{}, Epilogue{.bias = true, .gelu = true}}) {
+    Built general = build(e), even = build(e, true);
+    EXPECT_EQ(pairs(general.ptx), 64u) << "bm * bn / 256 threads / 2";
+    EXPECT_EQ(elements(general.ptx), 256u) << "two fallbacks of two stores per pair";
+    EXPECT_EQ(pairs(even.ptx), 64u);
+    EXPECT_EQ(elements(even.ptx), 0u);
+    EXPECT_LE(even.u.registers, general.u.registers) << even.u.raw;
+    EXPECT_EQ(even.u.spill_store_bytes + even.u.spill_load_bytes, 0) << even.u.raw;
+    EXPECT_FALSE(even.u.wgmma_serialized) << even.u.raw;
+  }
+}
