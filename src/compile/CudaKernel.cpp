@@ -139,21 +139,19 @@ const LoweredKernel& CudaKernel::lowered(bool tma) {
   return lowered(VariantKey{tma, 0, 0});
 }
 
-uint64_t CudaKernel::even_rows(const std::vector<DeviceTensor>& args,
-                               const std::vector<ir::ArgDesc>& desc) {
+uint64_t CudaKernel::even_shapes(const std::vector<ir::ArgDesc>& desc) {
   // Which parameters take paired stores does not depend on the variant: any one's list will do.
   const uint64_t paired = lowered(true).paired_params;
-  uint64_t m = paired ? even_row_params(paired, desc) : 0;
+  return paired ? even_row_params(paired, desc) : 0;
+}
+
+uint64_t CudaKernel::even_rows(const std::vector<DeviceTensor>& args, uint64_t even_shapes) {
+  uint64_t m = even_shapes;
   // A contiguous tensor may still start at an odd element (a slice passed as its own tensor).
   for (size_t i = 0; m && i < args.size() && i < 64; ++i)
     if (args[i].ptr % (2 * static_cast<uint64_t>(dtype_bytes(args[i].dtype))) != 0)
       m &= ~(uint64_t{1} << i);
   return m;
-}
-
-CudaKernel::VariantKey CudaKernel::variant_key(const std::vector<DeviceTensor>& args,
-                                               const std::vector<ir::ArgDesc>& desc) {
-  return {wants_tma(args), view_params(args), even_rows(args, desc)};
 }
 
 bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
@@ -180,7 +178,7 @@ const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args)
   std::vector<ir::ArgDesc> desc;
   for (const DeviceTensor& t : args)
     desc.push_back({t.dtype, t.shape, t.strides});
-  return variant(variant_key(args, desc)).timings;
+  return variant({wants_tma(args), view_params(args), even_rows(args, even_shapes(desc))}).timings;
 }
 
 void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
@@ -233,6 +231,7 @@ void CudaKernel::bind(const std::vector<DeviceTensor>& args, const std::vector<d
     for (const Expr& st : b->strides)
       bound_.strides.push_back(static_cast<int>(env.at(ir::as<ir::Variable>(st)->uid)));
   bound_.scalars = scalars;
+  bound_.even_shapes = even_shapes(desc);
   bound_.valid = true;
 }
 
@@ -253,7 +252,7 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
                    << "' starts at an address that is not 16-byte aligned (address % 16 = "
                    << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
-  Variant& v = variant(variant_key(args, bound_.desc));
+  Variant& v = variant({wants_tma(args), view_params(args), even_rows(args, bound_.even_shapes)});
   std::array<unsigned, 3> grid = bound_.grid;
   // A tensor map depends only on its tensor's address, shape, strides and dtype: reuse the last
   // launch's maps when those are unchanged (the common case of a hot kernel called on the same

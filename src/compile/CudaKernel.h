@@ -73,17 +73,17 @@ private:
   /// view_params); the others are indexed as contiguous in the variant the launch takes. A
   /// kernel with more than 64 parameters indexes those past 64 as views always.
   uint64_t view_params(const std::vector<DeviceTensor>& args) const;
-  /// The paired-store parameters whose rows are even and whose first element is aligned to two
-  /// elements in this launch (passes::Target::even_rows): a kernel called with even and odd
-  /// row lengths compiles both variants.
-  uint64_t even_rows(const std::vector<DeviceTensor>& args, const std::vector<ir::ArgDesc>& desc);
+  /// The paired-store parameters whose rows are even by their shapes and strides
+  /// (even_row_params), computed once per binding.
+  uint64_t even_shapes(const std::vector<ir::ArgDesc>& desc);
+  /// Of those (`even_shapes`), the ones whose first element is aligned to two elements in this
+  /// launch (passes::Target::even_rows): a kernel called with even and odd row lengths compiles
+  /// both variants.
+  static uint64_t even_rows(const std::vector<DeviceTensor>& args, uint64_t even_shapes);
   /// What picks a variant: TMA or not, view_params, even_rows.
   using VariantKey = std::tuple<bool, uint64_t, uint64_t>;
   Variant& variant(const VariantKey& key);
   const LoweredKernel& lowered(const VariantKey& key);
-  /// `desc`: the arguments' dtypes, shapes and strides (bind's, for a launch).
-  VariantKey variant_key(const std::vector<DeviceTensor>& args,
-                         const std::vector<ir::ArgDesc>& desc);
 
   /// What the last launch derived from its arguments' dtypes, shapes and strides and from its
   /// scalars alone (not addresses): checked by bind_args and the 32-bit and grid checks.
@@ -93,6 +93,7 @@ private:
     std::vector<double> scalars;
     std::array<unsigned, 3> grid{1, 1, 1};
     std::vector<int> dims, strides; // the Dim values and the strided parameters' strides
+    uint64_t even_shapes = 0;       // even_shapes(desc)
     bool same(const std::vector<DeviceTensor>& args, const std::vector<double>& scalars) const;
   };
   /// Binds and checks `args` and `scalars` into bound_ (every check that needs no address).

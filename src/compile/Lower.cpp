@@ -176,17 +176,16 @@ uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args) 
 
 LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
                                const std::vector<ir::ArgDesc>& args) {
+  // Which tensors TMA loads and which take paired stores come from any variant's lowering (as
+  // at launch); at most one more lowering gives the variant these shapes take.
   LoweredKernel lk = lower_kernel(k, t);
+  const passes::Target first = t;
   for (const TmaParam& p : lk.tmas) {
     const ir::ArgDesc& a = args.at(p.param);
-    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) {
-      t.allow_tma = false;
-      lk = lower_kernel(k, t);
-      break;
-    }
+    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) t.allow_tma = false;
   }
   t.even_rows = even_row_params(lk.paired_params, args);
-  return t.even_rows ? lower_kernel(k, t) : lk;
+  return t.allow_tma == first.allow_tma && t.even_rows == first.even_rows ? lk : lower_kernel(k, t);
 }
 
 } // namespace tp::cuda

@@ -49,11 +49,10 @@ const Buffer& LowerContext::reg(const Buffer& frag) const {
 
 bool LowerContext::strided(const Buffer& b) const {
   if (b->strides.empty()) return false;
-  for (size_t i = 0; i < k.params.size(); ++i)
-    // view_params has 64 bits: a parameter past them is always indexed as a view, which is
-    // right for any argument.
-    if (k.params[i]->uid == b->uid) return i >= 64 || ((target.view_params >> i) & 1);
-  return true;
+  int i = param_index(b);
+  // view_params has 64 bits: a parameter past them is always indexed as a view, which is right
+  // for any argument.
+  return i < 0 || i >= 64 || ((target.view_params >> i) & 1);
 }
 
 int LowerContext::param_index(const Buffer& b) const {
