@@ -1,0 +1,309 @@
+// CudnnConvFwd: the convolution-forward node (tensors in cuDNN's N, C, spatial dimension order,
+// described with NHWC / KRSC strides), the process-wide handle, the plan (heuristics -> first
+// engine config that finalizes) and execution with a cached variant pack.
+#include "ops/vendor/CudnnConv.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <vector>
+
+#include "ops/vendor/CudnnBackend.h"
+#include "runtime/Driver.h"
+#include "tilepilot/error.h"
+#include "tilepilot/runtime.h"
+
+namespace tp::ops {
+
+using cudnn::Desc;
+
+namespace {
+
+constexpr const char* kWho = "cuDNN conv";
+
+// Unique ids of the three tensors; the variant pack binds pointers to them.
+enum ConvUid : int64_t { kUidX = 1, kUidW, kUidY };
+
+struct ConvGraph {
+  Desc x, w, y, conv, op; // op refers to the others: they live as long as it does
+};
+
+/// A bf16 tensor whose dims are in cuDNN's order (N, C, H, W) and whose strides say where each
+/// lies in channels-last memory: the channel is the innermost dimension.
+Desc channels_last_tensor(int64_t uid, const char* name, int64_t n, int64_t c, int64_t h,
+                          int64_t w) {
+  Desc d(CUDNN_BACKEND_TENSOR_DESCRIPTOR, fmt::format("tensor '{}' (uid {})", name, uid));
+  d.set_data_type(TILEPILOT_ATTR(CUDNN_ATTR_TENSOR_DATA_TYPE), CUDNN_DATA_BFLOAT16)
+      .set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_TENSOR_DIMENSIONS), {n, c, h, w})
+      .set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_TENSOR_STRIDES), {h * w * c, 1, w * c, c})
+      .set_int64(TILEPILOT_ATTR(CUDNN_ATTR_TENSOR_UNIQUE_ID), uid)
+      .set_int64(TILEPILOT_ATTR(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT), 16)
+      .finalize();
+  return d;
+}
+
+ConvGraph build_graph(const ConvFwdShape& s) {
+  ConvGraph g;
+  g.x = channels_last_tensor(kUidX, "X", s.N, s.C, s.H, s.W);
+  g.w = channels_last_tensor(kUidW, "W", s.F, s.C, s.KH, s.KW); // KRSC is "NHWC" with F as N
+  g.y = channels_last_tensor(kUidY, "Y", s.N, s.F, s.OH(), s.OW());
+
+  g.conv = Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution descriptor");
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION; // what deep learning calls conv
+  const std::vector<int64_t> pad = {s.pad_h, s.pad_w};
+  g.conv.set_data_type(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_COMP_TYPE), CUDNN_DATA_FLOAT)
+      .set(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_CONV_MODE), CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
+      .set_int64(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS), 2)
+      .set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_DILATIONS), {1, 1})
+      .set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES), {s.stride_h, s.stride_w})
+      .set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS), pad)
+      .set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS), pad)
+      .finalize();
+
+  // Y = alpha conv(X, W) + beta Y; the scalars are f32 because the compute type is.
+  const float alpha = 1, beta = 0;
+  g.op = Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, "convolution forward");
+  g.op.set_desc(TILEPILOT_ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X), g.x)
+      .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W), g.w)
+      .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y), g.y)
+      .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC), g.conv)
+      .set(TILEPILOT_ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA), CUDNN_TYPE_FLOAT, 1,
+           &alpha)
+      .set(TILEPILOT_ATTR(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA), CUDNN_TYPE_FLOAT, 1,
+           &beta)
+      .finalize();
+  return g;
+}
+
+struct HandleState {
+  cudnnHandle_t handle = nullptr;
+  std::string why_not;
+};
+
+/// One handle for the process, in the primary context of the selected device. Never destroyed:
+/// plans made from it may live until exit.
+const HandleState& handle_state() {
+  static const HandleState s = [] {
+    HandleState st;
+    const cudnn::Api* a = cudnn::api(&st.why_not);
+    if (!a) return st;
+    if (a->library.version < 90000) {
+      st.why_not = a->library.describe() + " is too old; " + kWho + " needs cuDNN 9";
+      return st;
+    }
+    std::string why;
+    if (rt::device_count(&why) == 0) {
+      st.why_not = a->library.describe() + " was found, but there is no usable GPU: " + why;
+      return st;
+    }
+    try {
+      rt::ensure_context(); // cuDNN's runtime calls then use our primary context
+    } catch (const Error& e) {
+      st.why_not = e.what();
+      return st;
+    }
+    if (cudnnStatus_t r = a->cudnnCreate(&st.handle); r != CUDNN_STATUS_SUCCESS) {
+      st.handle = nullptr;
+      st.why_not =
+          "cudnnCreate failed with " + cudnn::status_text(r) + " (" + a->library.describe() + ")";
+    }
+    return st;
+  }();
+  return s;
+}
+
+/// The engine configs heuristics `mode` proposes for `op_graph`, best first; a failure is added
+/// to `failures` and gives none.
+std::vector<Desc> engine_configs(const Desc& op_graph, cudnnBackendHeurMode_t mode,
+                                 const char* mode_name, std::vector<std::string>& failures) {
+  const cudnn::Api& a = *cudnn::api();
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, mode_name);
+  heur.set_desc(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH), op_graph)
+      .set(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_MODE), CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (cudnnStatus_t s = a.cudnnBackendFinalize(heur.get()); s != CUDNN_STATUS_SUCCESS) {
+    failures.push_back(std::string(mode_name) + ": " + cudnn::status_text(s));
+    return {};
+  }
+  int64_t count = 0;
+  a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr);
+  std::vector<Desc> cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config");
+    raw.push_back(cfgs.back().get());
+  }
+  int64_t got = 0;
+  if (count > 0) {
+    if (cudnnStatus_t s =
+            a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data());
+        s != CUDNN_STATUS_SUCCESS) {
+      failures.push_back(std::string(mode_name) + " results: " + cudnn::status_text(s));
+      return {};
+    }
+  }
+  if (got <= 0) failures.push_back(std::string(mode_name) + ": no engine configs");
+  cfgs.resize(static_cast<size_t>(std::max<int64_t>(got, 0)));
+  return cfgs;
+}
+
+int64_t engine_index(const Desc& cfg) {
+  const cudnn::Api& a = *cudnn::api();
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
+  cudnnBackendDescriptor_t raw = engine.get();
+  int64_t n = 0, index = -1;
+  a.cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                             1, &n, &raw);
+  a.cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+  return index;
+}
+
+bool aligned16(CUdeviceptr p) {
+  return p % 16 == 0;
+}
+
+} // namespace
+
+std::string ConvFwdShape::str() const {
+  return fmt::format(
+      "conv bf16 X {}x{}x{}x{} W {}x{}x{}x{} stride {}x{} pad {}x{} -> Y {}x{}x{}x{}", N, H, W, C,
+      F, KH, KW, filter_C, stride_h, stride_w, pad_h, pad_w, N, OH(), OW(), F);
+}
+
+void validate_conv_fwd_shape(const ConvFwdShape& s) {
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"N", s.N}, {"H", s.H},   {"W", s.W},   {"C", s.C},
+      {"F", s.F}, {"KH", s.KH}, {"KW", s.KW}, {"filter_C", s.filter_C}};
+  for (const auto& [name, v] : sizes)
+    if (v <= 0) user_error() << kWho << ": " << name << "=" << v << " must be positive";
+  if (s.filter_C != s.C)
+    user_error() << kWho << ": the filter has " << s.filter_C
+                 << " input channels but X has C=" << s.C
+                 << "; they must match (grouped convolution is not supported)";
+  const std::pair<const char*, int64_t> strides[] = {{"stride_h", s.stride_h},
+                                                     {"stride_w", s.stride_w}};
+  for (const auto& [name, v] : strides)
+    if (v < 1) user_error() << kWho << ": " << name << "=" << v << " must be at least 1";
+  const std::pair<const char*, int64_t> pads[] = {{"pad_h", s.pad_h}, {"pad_w", s.pad_w}};
+  for (const auto& [name, v] : pads)
+    if (v < 0) user_error() << kWho << ": " << name << "=" << v << " must not be negative";
+  if (s.KH > s.H + 2 * s.pad_h || s.KW > s.W + 2 * s.pad_w)
+    user_error() << kWho << ": the " << s.KH << "x" << s.KW << " filter window is larger than the "
+                 << s.H + 2 * s.pad_h << "x" << s.W + 2 * s.pad_w
+                 << " padded image, so the output would be empty";
+}
+
+void cudnn_conv_fwd_graph_check(const ConvFwdShape& s) {
+  validate_conv_fwd_shape(s);
+  std::string why;
+  if (!cudnn::api(&why)) user_error() << kWho << ": " << why;
+  build_graph(s);
+}
+
+bool cudnn_conv_available(std::string* why_not) {
+  const HandleState& s = handle_state();
+  if (!s.handle && why_not) *why_not = s.why_not;
+  return s.handle != nullptr;
+}
+
+struct CudnnConvFwd::Plan {
+  ConvGraph graph;
+  Desc op_graph, engine_cfg, plan;
+  int64_t workspace = 0;
+  std::string summary;
+  // The last variant pack and the pointers it binds; rebuilt when any of them changes.
+  Desc pack;
+  std::vector<void*> pack_ptrs;
+};
+
+CudnnConvFwd::CudnnConvFwd(const ConvFwdShape& s) : shape_(s), plan_(std::make_unique<Plan>()) {
+  validate_conv_fwd_shape(s);
+  std::string why;
+  if (!cudnn_conv_available(&why)) user_error() << kWho << " cannot run: " << why;
+  const cudnn::Api& a = *cudnn::api();
+  library_ = a.library;
+  cudnnHandle_t handle = handle_state().handle;
+  Plan& p = *plan_;
+  p.graph = build_graph(s);
+  cudnnBackendDescriptor_t op = p.graph.op.get();
+  p.op_graph = Desc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "convolution operation graph");
+  p.op_graph.set(TILEPILOT_ATTR(CUDNN_ATTR_OPERATIONGRAPH_HANDLE), CUDNN_TYPE_HANDLE, 1, &handle)
+      .set(TILEPILOT_ATTR(CUDNN_ATTR_OPERATIONGRAPH_OPS), CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op)
+      .finalize();
+
+  std::vector<std::string> failures; // cuDNN's reasons, one per refused heuristic or config
+  int candidates = 0;
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "heuristics A" : "fallback heuristics";
+    std::vector<Desc> cfgs = engine_configs(p.op_graph, mode, mode_name, failures);
+    for (size_t i = 0; i < cfgs.size(); ++i, ++candidates) {
+      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+      plan.set(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_HANDLE), CUDNN_TYPE_HANDLE, 1, &handle)
+          .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG), cfgs[i]);
+      if (cudnnStatus_t st = a.cudnnBackendFinalize(plan.get()); st != CUDNN_STATUS_SUCCESS) {
+        failures.push_back(fmt::format("{} config {}: {}", mode_name, i, cudnn::status_text(st)));
+        continue;
+      }
+      int64_t n = 0;
+      a.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                 CUDNN_TYPE_INT64, 1, &n, &p.workspace);
+      p.summary = fmt::format("engine {} ({}, candidate {}), workspace {}", engine_index(cfgs[i]),
+                              mode_name, candidates, rt::format_bytes(uint64_t(p.workspace)));
+      p.engine_cfg = std::move(cfgs[i]);
+      p.plan = std::move(plan);
+      break;
+    }
+    if (p.plan.get()) break;
+  }
+  if (!p.plan.get()) {
+    std::string reasons;
+    for (size_t i = 0; i < failures.size() && i < 4; ++i)
+      reasons += (i ? "; " : "") + failures[i];
+    if (failures.size() > 4) reasons += fmt::format("; ... ({} more)", failures.size() - 4);
+    user_error() << library_.describe() << " does not run " << s.str()
+                 << ": no cuDNN engine accepts this graph (" << reasons << ")";
+  }
+  if (p.workspace > 0) workspace_ = rt::DeviceBuffer(static_cast<size_t>(p.workspace));
+}
+
+CudnnConvFwd::~CudnnConvFwd() = default;
+
+const std::string& CudnnConvFwd::plan_summary() const {
+  return plan_->summary;
+}
+
+void CudnnConvFwd::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUstream stream) {
+  const std::pair<const char*, CUdeviceptr> ptrs[] = {{"X", x}, {"W", w}, {"Y", y}};
+  for (const auto& [name, ptr] : ptrs) {
+    if (!ptr) user_error() << kWho << ": the " << name << " pointer is null";
+    if (!aligned16(ptr))
+      user_error() << kWho << ": " << name << " pointer 0x" << std::hex << ptr
+                   << " is not 16-byte aligned, which the tensor descriptors promise cuDNN";
+  }
+  Plan& p = *plan_;
+  std::vector<void*> data = {reinterpret_cast<void*>(x), reinterpret_cast<void*>(w),
+                             reinterpret_cast<void*>(y)};
+  void* ws = p.workspace > 0 ? reinterpret_cast<void*>(workspace_.ptr()) : nullptr;
+  std::vector<void*> key = data;
+  key.push_back(ws);
+  if (!p.pack.get() || p.pack_ptrs != key) {
+    Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack of " + shape_.str());
+    pack.set_int64s(TILEPILOT_ATTR(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS), {kUidX, kUidW, kUidY})
+        .set(TILEPILOT_ATTR(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS), CUDNN_TYPE_VOID_PTR,
+             static_cast<int64_t>(data.size()), data.data())
+        .set(TILEPILOT_ATTR(CUDNN_ATTR_VARIANT_PACK_WORKSPACE), CUDNN_TYPE_VOID_PTR, 1, &ws)
+        .finalize();
+    p.pack = std::move(pack);
+    p.pack_ptrs = std::move(key);
+  }
+  const cudnn::Api& a = *cudnn::api();
+  cudnnHandle_t handle = handle_state().handle;
+  if (cudnnStatus_t s = a.cudnnSetStream(handle, stream); s != CUDNN_STATUS_SUCCESS)
+    user_error() << kWho << ": cudnnSetStream failed with " << cudnn::status_text(s);
+  if (cudnnStatus_t s = a.cudnnBackendExecute(handle, p.plan.get(), p.pack.get());
+      s != CUDNN_STATUS_SUCCESS)
+    user_error() << kWho << ": cudnnBackendExecute failed with " << cudnn::status_text(s) << " for "
+                 << shape_.str() << " (" << p.summary << ", " << library_.describe() << ")";
+}
+
+} // namespace tp::ops
