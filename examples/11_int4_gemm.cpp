@@ -1,11 +1,13 @@
 // Lesson 11: a GEMM with int4 weights dequantized on the fly, C = A dequant(W). A [M, K] and C
 // [M, N] are bf16. W holds K x N 4-bit codes, 8 per i32 word along K (word [r, n] holds rows
 // 8r..8r+7 of column n, row 8r+i in bits 4i..4i+3), with one bf16 scale per column and group
-// of `group` rows: w[k, n] = (code - 8) * scale[k / group, n]. Each K step reads the packed
-// words and copies the scale row into a fragment, unpacks them into the shared B tile, then runs
-// the tensor-core gemm on bf16 as in lesson 7: the weights move at a quarter of bf16's bytes.
-// Teaches: integer arithmetic on tiles, writing a shared tile in a parallel loop, a C++ loop
-// that unrolls at build time. K must be a multiple of `group`, `group` of the K step.
+// of `group` rows: w[k, n] = (code - 8) * scale[k / group, n]. Each K step copies A, the packed
+// words and the scale row into shared tiles (the pipeline fetches all three stages ahead),
+// unpacks the words into the shared B tile, then runs the tensor-core gemm on bf16 as in
+// lesson 7: the weights move at a quarter of bf16's bytes.
+// Teaches: bit operations on tiles, writing a shared tile in a parallel loop from staged
+// copies, a C++ loop that unrolls at build time. K must be a multiple of `group`, `group` of
+// the K step.
 // Run: build/example_11_int4_gemm         CPU interpreter, 77 x 45 x 160, groups of 32
 //      build/example_11_int4_gemm --gpu   H200: 4096^3, groups of 128, sampled check, TFLOP/s
 //      build/example_11_int4_gemm --compile  no GPU: NVRTC for sm_90a, ptxas resources
@@ -27,15 +29,9 @@ struct GemmConfig {
   int stages, threads;
 };
 
-// Code i (0..7) of a word. The language has no bit operators yet, so the word's bits are read
-// with integer / and %, which truncate toward zero: a negative word (code 7 >= 8) is first
-// lifted by 2^31 (in two steps of 2^30 that cannot overflow), which leaves bits 0..30 as they
-// are, and the lost top bit is added back to code 7.
-// later: (w >> 4 * i) & 0xf, or the packed int4 dtype's unpack.
+// Code i (0..7) of a word: `>>` copies the sign bit into the top, which the mask drops.
 Expr code(const Expr& w, int i) {
-  Expr lift = select(w < 0, 1 << 30, 0), u = (w + lift) + lift; // bits 0..30 of w, >= 0
-  if (i < 7) return (u / (1 << (4 * i))) % 16;
-  return u / (1 << 28) + select(w < 0, 8, 0);
+  return (w >> (4 * i)) & 15;
 }
 
 Kernel int4_gemm(const GemmConfig& c, int64_t group) {
@@ -44,20 +40,22 @@ Kernel int4_gemm(const GemmConfig& c, int64_t group) {
   Tensor C("C", {M, N}, bf16);
   auto body = [&](Var bx, Var by) {
     Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
-    Tile s = alloc_fragment({c.bn}, f32);
+    Tile Ws = alloc_shared({c.bk / 8, c.bn}, i32), s = alloc_shared({1, c.bn}, bf16);
     Tile acc = alloc_fragment({c.bm, c.bn}, f32);
     clear(acc);
     pipelined(ceildiv(K, c.bk), c.stages, [&](Var k) {
+      // The words and the step's scale row are copies too, so the pipeline fetches them stages
+      // ahead with A (one TMA load each on sm_90a); the unpacking reads shared memory.
       copy(A.tile(by * c.bm, k * c.bk), As);
+      copy(W.tile(k * (c.bk / 8), bx * c.bn), Ws);
       copy(S.tile(k * c.bk / group, bx * c.bn), s); // one scale row: the step lies in a group
       parallel({c.bk / 8, c.bn}, [&](Var r, Var j) {
-        // Columns past N read column N - 1: finite codes that meet a zero scale (s reads 0
-        // there) and land in columns of C that are never stored.
-        // later: copy the words into an i32 fragment; today the CUDA copy's edge guard goes
-        // through f32 (src/passes/LowerCopy.cpp), which rounds words above 2^24.
-        Expr w = W(k * (c.bk / 8) + r, min(bx * c.bn + j, N - 1));
+        // Past N the copies read zero words and zero scales: zeros in columns of C that are
+        // never stored.
+        Var w = let("w", Ws(r, j));
+        Var sj = let("sj", cast(f32, s(0, j)));
         for (int i = 0; i < 8; ++i)
-          Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * s(j);
+          Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * sj;
       });
       gemm(As, Bs, acc);
     });

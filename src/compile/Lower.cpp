@@ -53,6 +53,11 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
     if (p.defer_second_gemm)
       os << "// defer_last_gemm: the loop's second gemm runs one iteration late, during the next "
             "one's element-wise work\n";
+    if (!p.rotated.empty())
+      os << "// rotated: " << p.rotated.size()
+         << " shared tile(s) the loop's element-wise work fills get two buffers; the work fills "
+            "one while the previous iteration's gemm reads the other\n";
+    if (!p.rotation_note.empty()) os << "// rotation: " << p.rotation_note << "\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";

@@ -36,7 +36,8 @@ ir::Stmt barrier() {
 
 class Inserter : public ir::IRMutator {
 public:
-  Inserter(const LayoutInfo& l, std::set<uint64_t> skip) : l_(l), skip_(std::move(skip)) {}
+  Inserter(const LayoutInfo& l, std::set<uint64_t> skip, const PipelinePlan& plan)
+      : l_(l), skip_(std::move(skip)), plan_(plan) {}
 
   /// The statement's accesses of the shared buffers barriers order (not the skipped ones).
   Accesses accesses(const ir::Stmt& s) {
@@ -78,11 +79,22 @@ protected:
     Accesses pending;
     std::vector<ir::Stmt> out = scan(stmts, pending);
     // The next iteration starts with this one's pending accesses: up to the body's first
-    // barrier, a conflicting statement needs one at the end of the body.
+    // barrier, a conflicting statement needs one at the end of the body. A rotated tile's next
+    // iteration writes its other buffer (PlanRotation.h), so it conflicts with nothing here.
+    const bool rotating = op == plan_.loop && !plan_.rotated.empty();
+    for (uint64_t uid : rotating ? plan_.rotated : std::set<uint64_t>{}) {
+      pending.reads.erase(uid);
+      pending.writes.erase(uid);
+    }
     for (const ir::Stmt& s : std::vector<ir::Stmt>(out)) {
       if (const auto* e = ir::as<ir::Evaluate>(s))
         if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") break;
-      if (accesses(s).conflicts_with(pending)) {
+      Accesses a = accesses(s);
+      for (uint64_t uid : rotating ? plan_.rotated : std::set<uint64_t>{}) {
+        a.reads.erase(uid);
+        a.writes.erase(uid);
+      }
+      if (a.conflicts_with(pending)) {
         out.push_back(barrier());
         break;
       }
@@ -101,6 +113,7 @@ protected:
 private:
   const LayoutInfo& l_;
   std::set<uint64_t> skip_;
+  const PipelinePlan& plan_;
 };
 
 } // namespace
@@ -113,7 +126,7 @@ ir::Stmt insert_barriers(const ir::KernelNode& k, const LayoutInfo& layouts,
   // cp.async stages are ordered by the pipeline's own wait and barrier at the top of every
   // iteration (LowerCpAsync.cpp), which a barrier around the prefetched copies would only repeat.
   if (plan.cp_async) skip.insert(plan.staged.begin(), plan.staged.end());
-  Inserter ins(layouts, skip);
+  Inserter ins(layouts, skip, plan);
   ir::Stmt body = k.body;
   if (!ir::as<ir::Seq>(body)) body = ir::Seq::make({body});
   return ins.mutate(body);

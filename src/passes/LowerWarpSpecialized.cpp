@@ -58,6 +58,12 @@ ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Ex
   return seq(out);
 }
 
+bool is_barrier_stmt(const ir::Stmt& s) {
+  const auto* e = ir::as<ir::Evaluate>(s);
+  const auto* i = e ? ir::as<ir::Intrinsic>(e->value) : nullptr;
+  return i && i->name == "tp.barrier";
+}
+
 /// Does `s` read or write buffer `uid` (as a tile region or element by element)?
 bool mentions_buffer(const ir::Stmt& s, uint64_t uid) {
   struct Finder : ir::IRVisitor {
@@ -379,6 +385,16 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   for (const ir::Stmt& b : work)
     if (!ir::as<ir::Let>(b)) ops.push_back(b);
   const auto* only_gemm = ops.size() == 1 ? ir::as<ir::Gemm>(ops[0]) : nullptr;
+  // A loop whose element-wise work fills rotated tiles (PlanRotation.h) keeps its last gemm's
+  // group in flight the same way, through the next iteration's work; the group is drained just
+  // before the barrier that publishes the next tile.
+  const bool rotating = !plan.rotated.empty() && !plan.defer_second_gemm;
+  if (rotating) {
+    only_gemm = nullptr;
+    for (auto it = ops.rbegin(); it != ops.rend() && !only_gemm; ++it)
+      if (!is_barrier_stmt(*it)) only_gemm = ir::as<ir::Gemm>(*it);
+    internal_assert(only_gemm) << "a rotating loop's work ends with its gemm (PlanRotation.cpp)";
+  }
   bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
                  cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
   // Its accumulator's clear before the loop becomes scale-d = 0 on the first iteration's first
@@ -422,6 +438,8 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     }
     for (uint64_t uid : plan.staged)
       cx.stage[uid] = stage;
+    for (uint64_t uid : plan.rotated)
+      cx.stage[uid] = g % 2;
     if (plan.defer_second_gemm) {
       lower_deferred_loop(cx, work, n, g, k, stage, phase, release, consumer);
       if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
@@ -432,7 +450,24 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     cx.wgmma_in_flight = overlap ? 1 : 0;
     if (folded.defined()) cx.first_scale_d = k > 0;
     int gemm_no = 0;
-    for (const ir::Stmt& b : work) {
+    // Rotation: the barrier(s) right before the gemm publish the tile the work just filled;
+    // the previous gemm, which read the other buffer, must be complete in every warpgroup
+    // before the one after next overwrites it, so each warpgroup drains it before arriving.
+    size_t drain_at = work.size();
+    if (rotating) {
+      drain_at = work.size() - 1;
+      while (drain_at > 0 && is_barrier_stmt(work[drain_at - 1]))
+        --drain_at;
+    }
+    for (size_t w = 0; w < work.size(); ++w) {
+      const ir::Stmt& b = work[w];
+      if (w == drain_at) {
+        const Buffer& acc = cx.reg(only_gemm->c.buffer);
+        iter.push_back(call("tp::warpgroup::wait_group<0>"));
+        for (int p = 0; p < cx.layouts.fragment(only_gemm->c.buffer).slabs; ++p)
+          iter.push_back(call("tp::warpgroup::fence_operand",
+                              {call_expr("tp.regrow", {Expr(p)}, DType::f32, {acc})}));
+      }
       // Ping-pong: the first gemm hands the turn on once issued; the second waits for it.
       bool is_gemm = false;
       ir::for_each_stmt(b, [&](const ir::Stmt& x) { is_gemm |= ir::as<ir::Gemm>(x) != nullptr; });

@@ -6,6 +6,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/BufferAccesses.h"
+#include "passes/PlanRotation.h"
 #include "passes/PlanSchedules.h"
 
 namespace tp::passes {
@@ -285,6 +286,7 @@ PipelinePlan plan_tma(const ir::KernelNode& k, const LayoutInfo& layouts, const 
     }
   plan.warp_specialized = true;
   plan_warp_specialized_schedules(k, layouts, plan);
+  plan_rotation(k, layouts, t, plan);
   return plan;
 }
 

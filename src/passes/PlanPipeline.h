@@ -57,6 +57,10 @@ struct PipelinePlan {
   int stages = 1;
   std::vector<TmaLoad> loads; // loop loads, then prologue loads
   std::set<uint64_t> staged;  // shared buffers with one copy per stage
+  /// Shared tiles the loop's element-wise work fills for its gemm, given two buffers used in
+  /// turn (PlanRotation.h); rotation_note says why a candidate kept one, for `show`.
+  std::set<uint64_t> rotated;
+  std::string rotation_note;
   /// Flattened lets (FlattenLets.h) the producer evaluates too, because the loads' offsets or
   /// the loop's bounds read them: top-level ones before the loop, and ones in the loop's body.
   std::vector<ir::Stmt> producer_lets, producer_loop_lets;

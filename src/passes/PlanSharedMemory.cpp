@@ -39,7 +39,7 @@ protected:
     const ir::Buffer& b = op->buffer;
     if (!l_.in_shared(b)) return;
     SmemPlan::Slot s;
-    s.stages = p_.staged.count(b->uid) ? p_.stages : 1;
+    s.stages = p_.staged.count(b->uid) ? p_.stages : p_.rotated.count(b->uid) ? 2 : 1;
     s.stage_elems = l_.shared_layout(b).size_elems();
     s.stage_bytes = align(s.stage_elems * dtype_bytes(b->dtype), 1024);
     s.offset = align(top_, 1024);

@@ -113,25 +113,29 @@ Kernel build(const Problem& p, const Config& c) {
   Dim M("M"), N("N"), K("K"), KW("KW"), KG("KG");
   Tensor A("A", {M, K}, dt), W("W", {KW, N}, i32), S("scales", {KG, N}, dt);
   Tensor C("C", {M, N}, dt);
-  // A step inside one group reads one scale row (a fragment per column); a step over several
-  // groups reads its bk / group rows into shared memory, where a word row finds its own.
+  // The words and the scales a step needs are copied into shared tiles, so the pipeline
+  // fetches them stages ahead like A; the parallel loop then reads shared memory, not global.
+  // A step inside one group needs one scale row; a step over several groups needs bk / group
+  // rows, where a word row finds its own.
   const bool one_row = group % bk == 0;
   const int64_t words_per_group = group / 8;
   auto body = [&](Var bx, Var by) {
     Tile As = alloc_shared({bm, bk}, dt), Bs = alloc_shared({bk, bn}, dt);
-    Tile sc = one_row ? alloc_fragment({bn}, f32) : alloc_shared({bk / group, bn}, dt);
+    Tile Ws = alloc_shared({bk / 8, bn}, i32);
+    Tile sc = alloc_shared({one_row ? 1 : bk / group, bn}, dt);
     Tile acc = alloc_fragment({bm, bn}, f32);
     clear(acc);
     pipelined(ceildiv(K, bk), static_cast<int>(c.at("stages")), [&](Var k) {
       copy(A.tile(by * bm, k * bk), As);
+      copy(W.tile(k * (bk / 8), bx * bn), Ws);
       copy(S.tile(one_row ? k * bk / group : k * (bk / group), bx * bn), sc);
       parallel({bk / 8, bn}, [&](Var r, Var j) {
-        // Words past N or past K read the last column or row: finite codes that meet a zero
-        // scale (the scale copy reads 0 out of bounds) or a zero A column, in outputs that are
-        // never stored or sums they do not change.
-        // One load of the word and the scale for its eight codes.
-        Var w = let("w", W(min(k * (bk / 8) + r, KW - 1), min(bx * bn + j, N - 1)));
-        Var s = let("s", one_row ? Expr(sc(j)) : cast(f32, sc(r / words_per_group, j)));
+        // Words past N or past K read zeros (the copies' rule): codes that meet a zero scale
+        // (the scale copy reads 0 there too) or a zero A column, in outputs that are never
+        // stored or sums they do not change.
+        // One read of the word and the scale for its eight codes.
+        Var w = let("w", Ws(r, j));
+        Var s = let("s", cast(f32, sc(one_row ? Expr(0) : r / words_per_group, j)));
         for (int i = 0; i < 8; ++i)
           Bs(r * 8 + i, j) = cast(f32, code(w, i) - 8) * s;
       });
