@@ -106,6 +106,11 @@ Expr pow(const Expr& a, const Expr& b);
 Expr select(const Expr& c, const Expr& a, const Expr& b);
 /// Convert to `t`, rounding as a store into `t` would.
 Expr cast(DType t, const Expr& a);
+/// Reinterpret 32 bits: bitcast(f32, i) is the f32 whose bits are the i32 i (an integer of a
+/// narrower type is widened to i32 first, as arithmetic does); bitcast(i32, x) the bits of the
+/// f32 x (a bf16 or f16 x is widened to f32 first, exactly). Any other pair is a user error.
+/// A NaN's payload is not kept across backends: only that it is a NaN.
+Expr bitcast(DType t, const Expr& a, std::source_location loc = std::source_location::current());
 /// ceil(a / b) for non-negative integers.
 Expr ceildiv(const Expr& a, const Expr& b);
 /// +infinity / -infinity as f32 immediates.

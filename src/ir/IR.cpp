@@ -260,6 +260,10 @@ const char* callop_name(CallOp op) {
     return "sigmoid";
   case CallOp::pow:
     return "pow";
+  case CallOp::bits_to_f32:
+    return "bitcast_f32";
+  case CallOp::f32_to_bits:
+    return "bitcast_i32";
   }
   return "?";
 }
@@ -276,6 +280,7 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     [[fallthrough]];
   case CallOp::abs: t = is_float(t0) ? DType::f32 : DType::i32; break;
   case CallOp::lnot: t = DType::boolean; break;
+  case CallOp::f32_to_bits: t = DType::i32; break;
   case CallOp::bit_not:
     if (const int64_t* v = args[0].as_int()) return IntImm::make(~*v);
     t = DType::i32;

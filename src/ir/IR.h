@@ -186,7 +186,8 @@ struct Binary : ExprNode {
 /// arguments, every other op one.
 // clang-format off
 enum class CallOp : uint8_t {
-  neg, lnot, abs, exp, exp2, log, log2, sqrt, rsqrt, bit_not, tanh, erf, sigmoid, pow
+  neg, lnot, abs, exp, exp2, log, log2, sqrt, rsqrt, bit_not, tanh, erf, sigmoid, pow,
+  bits_to_f32, f32_to_bits, // bitcast: the 32 bits of an i32 as f32, and back
 };
 // clang-format on
 const char* callop_name(CallOp op);

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ir/IR.h"
+#include "lang/Builder.h"
 
 namespace tp {
 using ir::BinOp;
@@ -77,6 +78,17 @@ Expr pow(const Expr& a, const Expr& b) {
 }
 Expr select(const Expr& c, const Expr& a, const Expr& b) { return ir::Select::make(c, a, b); }
 Expr cast(DType t, const Expr& a) { return ir::Cast::make(t, a); }
+Expr bitcast(DType t, const Expr& a, std::source_location loc) {
+  const bool from_float = is_float(a.dtype());
+  if (t == DType::f32 && !from_float && a.dtype() != DType::boolean)
+    return Call::make(CallOp::bits_to_f32, {a});
+  if (t == DType::i32 && from_float) return Call::make(CallOp::f32_to_bits, {a});
+  user_error(lang::to_loc(loc)) << "bitcast(" << dtype_name(t) << ", x) with x of type " << dtype_name(a.dtype())
+               << ": bitcast reinterprets 32 bits, an integer's as f32 (bitcast(f32, i)) or an "
+                  "f32's as i32 (bitcast(i32, x)); to convert a value, use cast("
+               << dtype_name(t) << ", x)";
+  return Expr(); // not reached: the report above throws
+}
 Expr ceildiv(const Expr& a, const Expr& b) { return (a + b - 1) / b; }
 Expr infinity() { return ir::FloatImm::make(std::numeric_limits<double>::infinity()); }
 

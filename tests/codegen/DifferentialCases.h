@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -364,6 +365,56 @@ inline DiffCase copy_integers_exactly() {
   c.expect = [](std::vector<HostTensor>& x) {
     for (int64_t i = 0; i < x[0].numel(); ++i)
       x[1].set(i, x[0].get(i));
+  };
+  return c;
+}
+
+/// bitcast reinterprets 32 bits both ways, and the float trick that turns a 4-bit code into an
+/// f32 without an int-to-float conversion ((c | 0x4B000000) as f32 is 2^23 + c) gives the code.
+inline DiffCase bitcast_bits() {
+  DiffCase c;
+  c.name = "BitcastReinterpretsBits";
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, i32), X("X", {M, N}, f32);
+  Tensor F("F", {M, N}, f32), I("I", {M, N}, i32), T("T", {M, N}, f32);
+  c.kernel = kernel("bitcast", {A, X, F, I, T}, grid(ceildiv(N, 32), ceildiv(M, 16)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile a = alloc_fragment({16, 32}, i32), x = alloc_fragment({16, 32}, f32);
+                      Tile f = alloc_fragment({16, 32}, f32), b = alloc_fragment({16, 32}, i32);
+                      Tile t = alloc_fragment({16, 32}, f32);
+                      copy(A.tile(by * 16, bx * 32), a);
+                      copy(X.tile(by * 16, bx * 32), x);
+                      parallel({16, 32}, [&](Var i, Var j) {
+                        f(i, j) = bitcast(f32, a(i, j));
+                        b(i, j) = bitcast(i32, x(i, j));
+                        t(i, j) = bitcast(f32, (a(i, j) & 15) | 0x4B000000) - 8388608.0f;
+                      });
+                      copy(f, F.tile(by * 16, bx * 32));
+                      copy(b, I.tile(by * 16, bx * 32));
+                      copy(t, T.tile(by * 16, bx * 32));
+                    });
+  const int32_t words[] = {0x3F800000, static_cast<int32_t>(0xBF800000), 0x4B000005,
+                           0x00000001, 0x7F7FFFFF, 0, static_cast<int32_t>(0xC0490FDB), 123456789};
+  const float floats[] = {1.0f, -2.5f, 0.0f, -0.0f, 3.4e38f, -1.0e-3f, 65504.0f, 7.0f};
+  HostTensor a(i32, {21, 45}), x(f32, {21, 45});
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    a.set(i, words[i % 8] + static_cast<int32_t>(i / 8) * (i % 8 == 7 ? 1 : 0));
+    x.set(i, floats[(i * 3) % 8]);
+  }
+  c.args = {a, x, sentinel(f32, {21, 45}), sentinel(i32, {21, 45}), sentinel(f32, {21, 45})};
+  c.outputs = {2, 3, 4};
+  c.expect = [](std::vector<HostTensor>& v) {
+    for (int64_t i = 0; i < v[0].numel(); ++i) {
+      const auto w = static_cast<int32_t>(v[0].get(i));
+      float f;
+      std::memcpy(&f, &w, sizeof f);
+      v[2].set(i, f);
+      const auto g = static_cast<float>(v[1].get(i));
+      int32_t bits;
+      std::memcpy(&bits, &g, sizeof bits);
+      v[3].set(i, bits);
+      v[4].set(i, w & 15);
+    }
   };
   return c;
 }
@@ -821,6 +872,7 @@ inline std::vector<NamedCase> differential_cases() {
           {"LocalTileIsTheSameInEveryThread", local_tile},
           {"CopyReadsZeroAndDropsWritesOutOfBounds", copy_out_of_bounds},
           {"IntegerCopyIsExactAtEdgeTiles", copy_integers_exactly},
+          {"BitcastReinterpretsBits", bitcast_bits},
           {"FillWritesExactlyItsRegion", fill_region},
           {"ReduceSumAndMaxAlongRows", reduce_rows},
           {"GemmAtOddExtents", gemm_odd_extents},

@@ -283,3 +283,12 @@ TEST(LangErrors, AnnotationsAreTyped) {
   EXPECT_NO_THROW(
       kernel("k", {f.A, f.C}, grid(1), threads(128), [&](Var) { annotate("swizzle", "8"); }));
 }
+
+// bitcast reinterprets 32 bits between i32 and f32 only; anything else names both types and
+// points to cast.
+TEST(LangErrors, BitcastOnlyBetweenI32AndF32) {
+  Var x("x");
+  expect_user_error([&] { bitcast(bf16, x); }, {"bitcast(bf16, x)", "i32", "cast(bf16, x)"});
+  expect_user_error([&] { bitcast(f32, x * 1.5f); }, {"bitcast(f32, x) with x of type f32"});
+  expect_user_error([&] { bitcast(i32, x); }, {"bitcast(i32, x) with x of type i32"});
+}

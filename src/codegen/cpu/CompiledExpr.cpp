@@ -1,5 +1,6 @@
 // Compiled expressions of the CPU interpreter: one evaluator class per IR expression kind,
 // vectorised over the lanes of a parallel loop.
+#include <cstring>
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -161,6 +162,18 @@ double callop(CallOp op, double x, double y) {
     return 1.0 / (1.0 + std::exp(-x));
   case CallOp::pow:
     return std::pow(x, y);
+  case CallOp::bits_to_f32: {
+    const auto bits = static_cast<int32_t>(static_cast<int64_t>(x));
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  case CallOp::f32_to_bits: {
+    const auto f = static_cast<float>(x);
+    int32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+  }
   }
   return 0;
 }

@@ -318,6 +318,16 @@ protected:
       f32(0);
       os_ << ")))";
       return;
+    case ir::CallOp::bits_to_f32:
+      os_ << "__int_as_float((int)(";
+      visit(op->args[0]);
+      os_ << "))";
+      return;
+    case ir::CallOp::f32_to_bits:
+      os_ << "__float_as_int(";
+      f32(0);
+      os_ << ")";
+      return;
     case ir::CallOp::pow:
       os_ << "powf(";
       f32(0);
