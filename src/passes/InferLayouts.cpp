@@ -476,11 +476,19 @@ private:
     // tile over two warpgroups, an N it has no wrapper for), which sm_90 runs too; the SIMT
     // loop is the last resort, about two orders of magnitude slower than either.
     if (kind == GemmKind::simt && f16 && whole && threads % 32 == 0 && b_shared && K % 16 == 0) {
-      int warps = threads / 32;
+      // Every warp takes a part: a grid wm x wn of exactly `warps`, as many rows of warps as
+      // divide M. (Halving wm from a warp count that is not a power of two lost warps: 12
+      // warps became 1 x 8, and the other four computed rows past the tile and stored them
+      // into the next block's output.)
+      const int warps = threads / 32;
       int wm = warps, wn = 1;
-      while (wm > 1 && M % (16 * wm) != 0)
-        wm /= 2, wn *= 2;
-      bool fits = M % (16 * wm) == 0 && N % (8 * wn) == 0;
+      bool fits = false;
+      for (int m = warps; m >= 1 && !fits; --m) {
+        if (warps % m != 0) continue;
+        wm = m;
+        wn = warps / m;
+        fits = M % (16 * wm) == 0 && N % (8 * wn) == 0;
+      }
       if (fits && a_shared) {
         kind = GemmKind::mma;
       } else if (fits && A->scope == Scope::fragment && !g->trans_a && wn == 1) {

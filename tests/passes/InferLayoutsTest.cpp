@@ -376,3 +376,38 @@ TEST(InferLayouts, SixtyFourRowsOverTwoWarpgroupsTakeMma) {
   EXPECT_EQ(truth(rows.owner(Expr(32))), 0);
   EXPECT_EQ(truth(rows.owner(Expr(64))), 1);
 }
+
+// An mma accumulator spreads over every warp of the block, whatever their count: a grid of
+// warps_m x warps_n = warps, or no mma at all. (12 warps on a 256 x 128 tile once got a 1 x 8
+// grid, and the four warps left over stored rows past the tile into the next block's output:
+// bench_conv on the H200, 2026-12-05.)
+TEST(InferLayouts, MmaAccumulatorUsesEveryWarp) {
+  struct Case {
+    int64_t bm, bn;
+    int threads;
+  };
+  for (const Case& c : {Case{256, 128, 384}, Case{192, 128, 384}, Case{128, 96, 192},
+                        Case{64, 64, 128}, Case{128, 128, 256}, Case{96, 64, 192}}) {
+    Dim M("M"), N("N"), K("K");
+    Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+    Kernel k = kernel("g", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm)),
+                      threads(c.threads), [&](Var bx, Var by) {
+                        Tile As = alloc_shared({c.bm, 32}, bf16), Bs = alloc_shared({32, c.bn}, bf16);
+                        Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+                        clear(acc);
+                        copy(A.tile(by * c.bm, 0), As);
+                        copy(B.tile(0, bx * c.bn), Bs);
+                        gemm(As, Bs, acc);
+                        copy(acc, C.tile(by * c.bm, bx * c.bn));
+                      });
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      passes::LayoutInfo l = passes::infer_layouts(k.node(), passes::Target::parse(arch));
+      if (!l.in_registers(buffer(k, 2))) continue; // the SIMT loop's shared accumulator
+      const auto& f = l.fragment(buffer(k, 2));
+      if (f.kind != Kind::mma_acc) continue;
+      EXPECT_EQ(f.warps_m * f.warps_n, c.threads / 32)
+          << arch << " " << c.bm << "x" << c.bn << " over " << c.threads << " threads: "
+          << f.warps_m << "x" << f.warps_n;
+    }
+  }
+}
