@@ -38,10 +38,11 @@ struct Config {
   int64_t bm, bn, bk;
   int stages, threads;
   bool persistent;
+  bool cluster = false; // pairs of blocks along y, the filter tile multicast to both
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + " s" +
            std::to_string(stages) + " t" + std::to_string(threads) +
-           (persistent ? " persistent" : "");
+           (persistent ? " persistent" : "") + (cluster ? " cluster2" : "");
   }
 };
 
@@ -56,7 +57,8 @@ const std::vector<Config> kConfigs = {
     // Two consumer warpgroups of 128 rows each (256 threads; 384 would be three warpgroups,
     // which no 256-row wgmma splits into).
     {256, 128, 64, 4, 256, false}, {256, 128, 64, 3, 256, false}, {256, 128, 64, 4, 256, true},
-    {128, 128, 64, 6, 256, false},
+    {128, 128, 64, 6, 256, false}, {256, 128, 64, 4, 256, false, true},
+    {256, 128, 32, 8, 256, true}, {128, 128, 64, 4, 256, false, true},
 };
 
 // Can conv2d_box run this shape and config (examples/12_conv2d.cpp says why)?
@@ -74,6 +76,7 @@ Kernel conv2d_box(const Conv& v, const Config& c) {
   Tensor X("X", {Nb, v.H, v.W, v.C}, bf16), Wt("Wt", {K, v.F}, bf16), Y("Y", {P, v.F}, bf16);
   auto body = [&](Var bx, Var by) {
     if (c.persistent) annotate("persistent", "1");
+    if (c.cluster) annotate("cluster", "2");
     Tile As = alloc_shared({c.bm, c.bk}, bf16), Bs = alloc_shared({c.bk, c.bn}, bf16);
     Tile acc = alloc_fragment({c.bm, c.bn}, f32);
     clear(acc);
