@@ -455,7 +455,10 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     // before the one after next overwrites it, so each warpgroup drains it before arriving.
     size_t drain_at = work.size();
     if (rotating) {
-      drain_at = work.size() - 1;
+      while (drain_at > 0 && work[drain_at - 1].get() != static_cast<const ir::StmtNode*>(only_gemm))
+        --drain_at;
+      internal_assert(drain_at > 0) << "the rotating loop's gemm is among its work";
+      --drain_at; // the gemm's own index; then back over the barriers just before it
       while (drain_at > 0 && is_barrier_stmt(work[drain_at - 1]))
         --drain_at;
     }
