@@ -1,5 +1,5 @@
 // Rotation of the shared tiles a warp-specialized loop's element-wise work fills for its gemm
-// (an int4 GEMM unpacking its weights, any gemm whose operand is computed, not copied). One
+// (packed values unpacked into an operand; any operand that is computed, not copied). One
 // buffer makes each iteration wait for its gemm before the next iteration may overwrite the
 // tile, so the element-wise work and the tensor cores take turns. With two buffers the work of
 // iteration k fills one while the gemm of iteration k - 1 still reads the other: the consumers
