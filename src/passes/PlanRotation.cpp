@@ -73,13 +73,29 @@ void plan_rotation(const ir::KernelNode& k, const LayoutInfo& layouts, const Tar
     acc.writes.insert(a.writes.begin(), a.writes.end());
     acc.buffers.insert(a.buffers.begin(), a.buffers.end());
   }
-  if (acc.touches(gemm->c.buffer->uid)) return;
+  // From here on the loop has a candidate: a shared operand its work writes. When it keeps one
+  // buffer, `show` says why (the kernel author can often meet the condition).
+  auto keep_one = [&](const ir::Buffer& x, const std::string& why) {
+    if (plan.rotation_note.empty())
+      plan.rotation_note = "'" + x->name + "' keeps one buffer: " + why;
+  };
   const auto* body = ir::as<ir::Seq>(k.body);
   std::vector<uint64_t> chosen;
   for (const ir::Buffer& x : {gemm->a.buffer, gemm->b.buffer}) {
-    if (!layouts.in_shared(x) || plan.staged.count(x->uid) || !acc.writes.count(x->uid) ||
-        acc.reads.count(x->uid) || !ir::writes_every_element(fill, x))
+    if (!layouts.in_shared(x) || plan.staged.count(x->uid) || !acc.writes.count(x->uid)) continue;
+    if (acc.touches(gemm->c.buffer->uid)) {
+      keep_one(x, "the work that fills it also uses the gemm's accumulator");
       continue;
+    }
+    if (acc.reads.count(x->uid)) {
+      keep_one(x, "the work that fills it also reads it");
+      continue;
+    }
+    if (!ir::writes_every_element(fill, x)) {
+      keep_one(x, "the loop's work is not proven to write all of it every iteration (a fill, a "
+                  "whole copy, or unconditional stores over every index; docs/schedules.md)");
+      continue;
+    }
     // Allocated at the kernel's top level, and used by the loop alone.
     bool top = false, outside = false;
     for (const ir::Stmt& s : body->stmts) {
@@ -88,12 +104,18 @@ void plan_rotation(const ir::KernelNode& k, const LayoutInfo& layouts, const Tar
           buffer_accesses(s).touches(x->uid))
         outside = true;
     }
-    if (top && !outside) chosen.push_back(x->uid);
+    if (top && !outside)
+      chosen.push_back(x->uid);
+    else
+      keep_one(x, outside ? "it is used outside the loop too" : "it is allocated inside the loop");
   }
   for (const auto& [uid, b] : acc.buffers)
     if (acc.writes.count(uid) && layouts.in_shared(b) &&
-        std::find(chosen.begin(), chosen.end(), uid) == chosen.end())
+        std::find(chosen.begin(), chosen.end(), uid) == chosen.end()) {
+      if (!chosen.empty())
+        plan.rotation_note = "not rotated: the loop's work also writes shared '" + b->name + "'";
       return;
+    }
   if (chosen.empty()) return;
   PipelinePlan with = plan;
   with.rotated.insert(chosen.begin(), chosen.end());

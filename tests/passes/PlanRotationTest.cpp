@@ -114,6 +114,9 @@ TEST(PlanRotation, APartlyFilledTileKeepsOneBufferAndItsBarrier) {
   ASSERT_TRUE(p.plan.warp_specialized);
   EXPECT_TRUE(p.plan.rotated.empty());
   EXPECT_EQ(p.loop, "par | gemm |");
+  EXPECT_NE(p.plan.rotation_note.find("'shared1' keeps one buffer: the loop's work is not proven"),
+            std::string::npos)
+      << p.plan.rotation_note;
 }
 
 // A tile read after the loop would see the last iteration's buffer or the other one.
@@ -121,6 +124,7 @@ TEST(PlanRotation, ATileUsedOutsideTheLoopKeepsOneBuffer) {
   Planned p = plan_for(unpack_gemm({.read_after = true}));
   ASSERT_TRUE(p.plan.warp_specialized);
   EXPECT_TRUE(p.plan.rotated.empty());
+  EXPECT_EQ(p.plan.rotation_note, "'shared1' keeps one buffer: it is used outside the loop too");
 }
 
 // Seven stages of A and the words (168 KB) and one 32 KB B tile fit in the 227 KB of an sm_90a
