@@ -1,5 +1,6 @@
-// CudnnAttention: the process-wide handle, per-problem execution plans (graph -> heuristics ->
-// first engine config that finalizes), and execution with a cached variant pack.
+// CudnnAttention: per-problem execution plans (graph -> heuristics -> first engine config that
+// finalizes, CudnnBackend.h) on the process's cuDNN handle, and execution with a cached
+// variant pack.
 #include "ops/vendor/CudnnAttention.h"
 
 #include <array>
@@ -18,44 +19,6 @@ using cudnn::Desc;
 namespace {
 
 constexpr const char* kWho = "cuDNN attention";
-
-struct HandleState {
-  cudnnHandle_t handle = nullptr;
-  std::string why_not;
-};
-
-/// One handle for the process, in the primary context of the selected device. Never destroyed:
-/// plans made from it may live until exit.
-const HandleState& handle_state() {
-  static const HandleState s = [] {
-    HandleState st;
-    const cudnn::Api* a = cudnn::api(&st.why_not);
-    if (!a) return st;
-    if (a->library.version < 90000) {
-      st.why_not = a->library.describe() + " is too old; cuDNN attention needs cuDNN 9";
-      return st;
-    }
-    std::string why;
-    if (rt::device_count(&why) == 0) {
-      st.why_not = a->library.describe() + " was found, but there is no usable GPU: " + why;
-      return st;
-    }
-    try {
-      rt::ensure_context(); // cuDNN's runtime calls then use our primary context
-    } catch (const Error& e) {
-      st.why_not = e.what();
-      return st;
-    }
-    cudnnStatus_t s = a->cudnnCreate(&st.handle);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      st.handle = nullptr;
-      st.why_not =
-          "cudnnCreate failed with " + cudnn::status_text(s) + " (" + a->library.describe() + ")";
-    }
-    return st;
-  }();
-  return s;
-}
 
 bool aligned16(CUdeviceptr p) {
   return p % 16 == 0;
@@ -81,9 +44,7 @@ std::optional<VendorLibrary> cudnn_library(std::string* why_not) {
 }
 
 bool cudnn_attention_available(std::string* why_not) {
-  const HandleState& s = handle_state();
-  if (!s.handle && why_not) *why_not = s.why_not;
-  return s.handle != nullptr;
+  return cudnn::process_handle(why_not) != nullptr;
 }
 
 int cudnn_attention_graph_check(const AttentionDesc& d) {
@@ -98,7 +59,7 @@ CudnnAttention::CudnnAttention() {
   std::string why;
   if (!cudnn_attention_available(&why)) user_error() << kWho << " cannot run: " << why;
   library_ = cudnn::api()->library;
-  handle_ = handle_state().handle;
+  handle_ = cudnn::process_handle();
 }
 
 CudnnAttention::~CudnnAttention() = default;
@@ -120,7 +81,6 @@ CudnnAttention::Plan* CudnnAttention::plan(const AttentionDesc& d, std::string* 
   if (std::string limit = cudnn::sdpa_known_limits(d, library_.version); !limit.empty())
     return refuse(limit);
 
-  const cudnn::Api& a = *cudnn::api();
   auto handle = static_cast<cudnnHandle_t>(handle_);
   auto p = std::make_unique<Plan>();
   std::vector<std::string> failures; // cuDNN's reasons, one per refused engine config
@@ -134,72 +94,19 @@ CudnnAttention::Plan* CudnnAttention::plan(const AttentionDesc& d, std::string* 
         .set(TILEPILOT_ATTR(CUDNN_ATTR_OPERATIONGRAPH_OPS), CUDNN_TYPE_BACKEND_DESCRIPTOR,
              static_cast<int64_t>(ops.size()), ops.data())
         .finalize();
-    int64_t candidates = 0;
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "heuristics A" : "fallback heuristics";
-      Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, mode_name);
-      heur.set_desc(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH), p->op_graph)
-          .set(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_MODE), CUDNN_TYPE_HEUR_MODE, 1, &mode);
-      if (cudnnStatus_t s = a.cudnnBackendFinalize(heur.get()); s != CUDNN_STATUS_SUCCESS) {
-        failures.push_back(std::string(mode_name) + ": " + cudnn::status_text(s));
-        continue;
-      }
-      int64_t count = 0;
-      a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr);
-      if (count <= 0) {
-        failures.push_back(std::string(mode_name) + ": no engine configs");
-        continue;
-      }
-      std::vector<Desc> cfgs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (int64_t i = 0; i < count; ++i) {
-        cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config");
-        raw.push_back(cfgs.back().get());
-      }
-      int64_t got = 0;
-      if (cudnnStatus_t s =
-              a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data());
-          s != CUDNN_STATUS_SUCCESS) {
-        failures.push_back(std::string(mode_name) + " results: " + cudnn::status_text(s));
-        continue;
-      }
-      for (int64_t i = 0; i < got && !p->plan.get(); ++i, ++candidates) {
-        Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-        plan.set(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_HANDLE), CUDNN_TYPE_HANDLE, 1, &handle)
-            .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG), cfgs[i]);
-        if (cudnnStatus_t s = a.cudnnBackendFinalize(plan.get()); s != CUDNN_STATUS_SUCCESS) {
-          failures.push_back(fmt::format("{} config {}: {}", mode_name, i, cudnn::status_text(s)));
-          continue;
-        }
-        Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
-        cudnnBackendDescriptor_t engine_raw = engine.get();
-        int64_t n = 0, index = -1;
-        a.cudnnBackendGetAttribute(cfgs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine_raw);
-        a.cudnnBackendGetAttribute(engine_raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
-                                   &n, &index);
-        a.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                   CUDNN_TYPE_INT64, 1, &n, &p->workspace);
-        p->summary =
-            fmt::format("engine {} ({}, candidate {}), workspace {} B, {} graph", index, mode_name,
-                        candidates, p->workspace, p->graph->padded ? "padded" : "dense");
-        p->engine_cfg = std::move(cfgs[i]);
-        p->plan = std::move(plan);
-      }
-      if (p->plan.get()) break;
+    std::optional<cudnn::EnginePlan> ep = cudnn::first_engine_plan(p->op_graph, handle, failures);
+    if (ep) {
+      p->workspace = ep->workspace;
+      p->summary = fmt::format("{}, workspace {} B, {} graph", ep->engine, p->workspace,
+                               p->graph->padded ? "padded" : "dense");
+      p->engine_cfg = std::move(ep->engine_cfg);
+      p->plan = std::move(ep->plan);
     }
   } catch (const UserError& e) {
     return refuse(e.what());
   }
-  if (!p->plan.get()) {
-    std::string reasons;
-    for (size_t i = 0; i < failures.size() && i < 4; ++i)
-      reasons += (i ? "; " : "") + failures[i];
-    if (failures.size() > 4) reasons += fmt::format("; ... ({} more)", failures.size() - 4);
-    return refuse("no cuDNN engine accepts this graph (" + reasons + ")");
-  }
+  if (!p->plan.get())
+    return refuse("no cuDNN engine accepts this graph (" + cudnn::failure_summary(failures) + ")");
   if (p->graph->padded) {
     std::vector<int32_t> sq(d.B, static_cast<int32_t>(d.S)), skv(d.B, static_cast<int32_t>(d.Skv));
     p->seq_q = rt::DeviceBuffer::from(sq);

@@ -1,8 +1,11 @@
 // Loading cuDNN and the descriptor wrapper.
 #include "ops/vendor/CudnnBackend.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fmt/format.h>
 
+#include "runtime/Driver.h"
 #include "runtime/DynamicLibrary.h"
 #include "tilepilot/error.h"
 
@@ -123,6 +126,130 @@ Desc& Desc::finalize() {
   if (s != CUDNN_STATUS_SUCCESS)
     user_error() << "cuDNN: finalizing " << what_ << " failed with " << status_text(s);
   return *this;
+}
+
+cudnnHandle_t process_handle(std::string* why_not) {
+  struct State {
+    cudnnHandle_t handle = nullptr;
+    std::string why_not;
+  };
+  static const State s = [] {
+    State st;
+    const Api* a = api(&st.why_not);
+    if (!a) return st;
+    if (a->library.version < 90000) {
+      st.why_not = a->library.describe() + " is too old; TilePilot's cuDNN paths need cuDNN 9";
+      return st;
+    }
+    std::string why;
+    if (rt::device_count(&why) == 0) {
+      st.why_not = a->library.describe() + " was found, but there is no usable GPU: " + why;
+      return st;
+    }
+    try {
+      rt::ensure_context(); // cuDNN's runtime calls then use our primary context
+    } catch (const Error& e) {
+      st.why_not = e.what();
+      return st;
+    }
+    if (cudnnStatus_t r = a->cudnnCreate(&st.handle); r != CUDNN_STATUS_SUCCESS) {
+      st.handle = nullptr;
+      st.why_not =
+          "cudnnCreate failed with " + status_text(r) + " (" + a->library.describe() + ")";
+    }
+    return st;
+  }();
+  if (!s.handle && why_not) *why_not = s.why_not;
+  return s.handle;
+}
+
+namespace {
+
+/// The engine configs heuristics `mode` proposes for `op_graph`, best first; a failure is added
+/// to `failures` and gives none.
+std::vector<Desc> engine_configs(const Desc& op_graph, cudnnBackendHeurMode_t mode,
+                                 const char* mode_name, std::vector<std::string>& failures) {
+  const Api& a = *api();
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, mode_name);
+  heur.set_desc(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH), op_graph)
+      .set(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_MODE), CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  if (cudnnStatus_t s = a.cudnnBackendFinalize(heur.get()); s != CUDNN_STATUS_SUCCESS) {
+    failures.push_back(std::string(mode_name) + ": " + status_text(s));
+    return {};
+  }
+  int64_t count = 0;
+  a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr);
+  std::vector<Desc> cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config");
+    raw.push_back(cfgs.back().get());
+  }
+  int64_t got = 0;
+  if (count > 0) {
+    if (cudnnStatus_t s =
+            a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data());
+        s != CUDNN_STATUS_SUCCESS) {
+      failures.push_back(std::string(mode_name) + " results: " + status_text(s));
+      return {};
+    }
+  }
+  if (got <= 0) failures.push_back(std::string(mode_name) + ": no engine configs");
+  cfgs.resize(static_cast<size_t>(std::max<int64_t>(got, 0)));
+  return cfgs;
+}
+
+/// The global index of the engine an engine config names.
+int64_t engine_index(const Desc& cfg) {
+  const Api& a = *api();
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
+  cudnnBackendDescriptor_t raw = engine.get();
+  int64_t n = 0, index = -1;
+  a.cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                             1, &n, &raw);
+  a.cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+  return index;
+}
+
+} // namespace
+
+std::optional<EnginePlan> first_engine_plan(const Desc& op_graph, cudnnHandle_t handle,
+                                            std::vector<std::string>& failures) {
+  const Api& a = *api();
+  int candidates = 0;
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "heuristics A" : "fallback heuristics";
+    std::vector<Desc> cfgs = engine_configs(op_graph, mode, mode_name, failures);
+    for (size_t i = 0; i < cfgs.size(); ++i, ++candidates) {
+      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+      plan.set(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_HANDLE), CUDNN_TYPE_HANDLE, 1, &handle)
+          .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG), cfgs[i]);
+      if (cudnnStatus_t s = a.cudnnBackendFinalize(plan.get()); s != CUDNN_STATUS_SUCCESS) {
+        failures.push_back(fmt::format("{} config {}: {}", mode_name, i, status_text(s)));
+        continue;
+      }
+      EnginePlan out;
+      int64_t n = 0;
+      a.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                 CUDNN_TYPE_INT64, 1, &n, &out.workspace);
+      out.engine = fmt::format("engine {} ({}, candidate {})", engine_index(cfgs[i]), mode_name,
+                               candidates);
+      out.engine_cfg = std::move(cfgs[i]);
+      out.plan = std::move(plan);
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string failure_summary(const std::vector<std::string>& failures) {
+  std::string out;
+  for (size_t i = 0; i < failures.size() && i < 4; ++i)
+    out += (i ? "; " : "") + failures[i];
+  if (failures.size() > 4) out += fmt::format("; ... ({} more)", failures.size() - 4);
+  return out;
 }
 
 } // namespace tp::ops::cudnn

@@ -3,6 +3,7 @@
 // descriptors needs no GPU; operation graphs, plans and execution need a handle (and a GPU).
 #pragma once
 #include <cudnn_graph.h>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,5 +75,28 @@ private:
 
 /// Stringizes the attribute for messages: TILEPILOT_ATTR(CUDNN_ATTR_TENSOR_UNIQUE_ID).
 #define TILEPILOT_ATTR(a) a, #a
+
+/// The process's one cuDNN handle, created at first use in the primary context of the selected
+/// device, shared by every cuDNN path (attention, convolution). Null, with why_not, when cuDNN 9
+/// does not load, there is no usable GPU or cudnnCreate fails. Never destroyed: plans made
+/// from it may live until exit.
+cudnnHandle_t process_handle(std::string* why_not = nullptr);
+
+/// A finalized execution plan for an operation graph and the engine config it was made from.
+struct EnginePlan {
+  Desc engine_cfg, plan;
+  int64_t workspace = 0; // bytes
+  /// "engine 62 (heuristics A, candidate 0)".
+  std::string engine;
+};
+
+/// The first engine config, proposed by heuristics mode A and then by the fallback list, whose
+/// plan finalizes on `handle`. nullopt when none does; `failures` gets cuDNN's reason for each
+/// refused heuristic or config either way.
+std::optional<EnginePlan> first_engine_plan(const Desc& op_graph, cudnnHandle_t handle,
+                                            std::vector<std::string>& failures);
+
+/// The first four of `failures`, "; "-joined, and how many more: for a refusal's message.
+std::string failure_summary(const std::vector<std::string>& failures);
 
 } // namespace tp::ops::cudnn

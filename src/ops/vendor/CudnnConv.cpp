@@ -1,9 +1,8 @@
 // CudnnConvFwd: the convolution-forward node (tensors in cuDNN's N, C, spatial dimension order,
-// described with NHWC / KRSC strides), the process-wide handle, the plan (heuristics -> first
-// engine config that finalizes) and execution with a cached variant pack.
+// described with NHWC / KRSC strides), its plan (CudnnBackend.h: heuristics -> first engine
+// config that finalizes) on the process's cuDNN handle, and execution with a cached variant pack.
 #include "ops/vendor/CudnnConv.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <vector>
 
@@ -74,90 +73,6 @@ ConvGraph build_graph(const ConvFwdShape& s) {
   return g;
 }
 
-struct HandleState {
-  cudnnHandle_t handle = nullptr;
-  std::string why_not;
-};
-
-/// One handle for the process, in the primary context of the selected device. Never destroyed:
-/// plans made from it may live until exit.
-const HandleState& handle_state() {
-  static const HandleState s = [] {
-    HandleState st;
-    const cudnn::Api* a = cudnn::api(&st.why_not);
-    if (!a) return st;
-    if (a->library.version < 90000) {
-      st.why_not = a->library.describe() + " is too old; " + kWho + " needs cuDNN 9";
-      return st;
-    }
-    std::string why;
-    if (rt::device_count(&why) == 0) {
-      st.why_not = a->library.describe() + " was found, but there is no usable GPU: " + why;
-      return st;
-    }
-    try {
-      rt::ensure_context(); // cuDNN's runtime calls then use our primary context
-    } catch (const Error& e) {
-      st.why_not = e.what();
-      return st;
-    }
-    if (cudnnStatus_t r = a->cudnnCreate(&st.handle); r != CUDNN_STATUS_SUCCESS) {
-      st.handle = nullptr;
-      st.why_not =
-          "cudnnCreate failed with " + cudnn::status_text(r) + " (" + a->library.describe() + ")";
-    }
-    return st;
-  }();
-  return s;
-}
-
-/// The engine configs heuristics `mode` proposes for `op_graph`, best first; a failure is added
-/// to `failures` and gives none.
-std::vector<Desc> engine_configs(const Desc& op_graph, cudnnBackendHeurMode_t mode,
-                                 const char* mode_name, std::vector<std::string>& failures) {
-  const cudnn::Api& a = *cudnn::api();
-  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, mode_name);
-  heur.set_desc(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH), op_graph)
-      .set(TILEPILOT_ATTR(CUDNN_ATTR_ENGINEHEUR_MODE), CUDNN_TYPE_HEUR_MODE, 1, &mode);
-  if (cudnnStatus_t s = a.cudnnBackendFinalize(heur.get()); s != CUDNN_STATUS_SUCCESS) {
-    failures.push_back(std::string(mode_name) + ": " + cudnn::status_text(s));
-    return {};
-  }
-  int64_t count = 0;
-  a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr);
-  std::vector<Desc> cfgs;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < count; ++i) {
-    cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config");
-    raw.push_back(cfgs.back().get());
-  }
-  int64_t got = 0;
-  if (count > 0) {
-    if (cudnnStatus_t s =
-            a.cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data());
-        s != CUDNN_STATUS_SUCCESS) {
-      failures.push_back(std::string(mode_name) + " results: " + cudnn::status_text(s));
-      return {};
-    }
-  }
-  if (got <= 0) failures.push_back(std::string(mode_name) + ": no engine configs");
-  cfgs.resize(static_cast<size_t>(std::max<int64_t>(got, 0)));
-  return cfgs;
-}
-
-int64_t engine_index(const Desc& cfg) {
-  const cudnn::Api& a = *cudnn::api();
-  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
-  cudnnBackendDescriptor_t raw = engine.get();
-  int64_t n = 0, index = -1;
-  a.cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                             1, &n, &raw);
-  a.cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
-  return index;
-}
-
 bool aligned16(CUdeviceptr p) {
   return p % 16 == 0;
 }
@@ -201,9 +116,7 @@ void cudnn_conv_fwd_graph_check(const ConvFwdShape& s) {
 }
 
 bool cudnn_conv_available(std::string* why_not) {
-  const HandleState& s = handle_state();
-  if (!s.handle && why_not) *why_not = s.why_not;
-  return s.handle != nullptr;
+  return cudnn::process_handle(why_not) != nullptr;
 }
 
 struct CudnnConvFwd::Plan {
@@ -222,7 +135,7 @@ CudnnConvFwd::CudnnConvFwd(const ConvFwdShape& s) : shape_(s), plan_(std::make_u
   if (!cudnn_conv_available(&why)) user_error() << kWho << " cannot run: " << why;
   const cudnn::Api& a = *cudnn::api();
   library_ = a.library;
-  cudnnHandle_t handle = handle_state().handle;
+  cudnnHandle_t handle = cudnn::process_handle();
   Plan& p = *plan_;
   p.graph = build_graph(s);
   cudnnBackendDescriptor_t op = p.graph.op.get();
@@ -232,37 +145,15 @@ CudnnConvFwd::CudnnConvFwd(const ConvFwdShape& s) : shape_(s), plan_(std::make_u
       .finalize();
 
   std::vector<std::string> failures; // cuDNN's reasons, one per refused heuristic or config
-  int candidates = 0;
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "heuristics A" : "fallback heuristics";
-    std::vector<Desc> cfgs = engine_configs(p.op_graph, mode, mode_name, failures);
-    for (size_t i = 0; i < cfgs.size(); ++i, ++candidates) {
-      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-      plan.set(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_HANDLE), CUDNN_TYPE_HANDLE, 1, &handle)
-          .set_desc(TILEPILOT_ATTR(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG), cfgs[i]);
-      if (cudnnStatus_t st = a.cudnnBackendFinalize(plan.get()); st != CUDNN_STATUS_SUCCESS) {
-        failures.push_back(fmt::format("{} config {}: {}", mode_name, i, cudnn::status_text(st)));
-        continue;
-      }
-      int64_t n = 0;
-      a.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                 CUDNN_TYPE_INT64, 1, &n, &p.workspace);
-      p.summary = fmt::format("engine {} ({}, candidate {}), workspace {}", engine_index(cfgs[i]),
-                              mode_name, candidates, rt::format_bytes(uint64_t(p.workspace)));
-      p.engine_cfg = std::move(cfgs[i]);
-      p.plan = std::move(plan);
-      break;
-    }
-    if (p.plan.get()) break;
-  }
-  if (!p.plan.get()) {
-    std::string reasons;
-    for (size_t i = 0; i < failures.size() && i < 4; ++i)
-      reasons += (i ? "; " : "") + failures[i];
-    if (failures.size() > 4) reasons += fmt::format("; ... ({} more)", failures.size() - 4);
+  std::optional<cudnn::EnginePlan> ep = cudnn::first_engine_plan(p.op_graph, handle, failures);
+  if (!ep)
     user_error() << library_.describe() << " does not run " << s.str()
-                 << ": no cuDNN engine accepts this graph (" << reasons << ")";
-  }
+                 << ": no cuDNN engine accepts this graph (" << cudnn::failure_summary(failures)
+                 << ")";
+  p.workspace = ep->workspace;
+  p.summary = fmt::format("{}, workspace {}", ep->engine, rt::format_bytes(uint64_t(p.workspace)));
+  p.engine_cfg = std::move(ep->engine_cfg);
+  p.plan = std::move(ep->plan);
   if (p.workspace > 0) workspace_ = rt::DeviceBuffer(static_cast<size_t>(p.workspace));
 }
 
@@ -297,7 +188,7 @@ void CudnnConvFwd::run(CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, CUstream str
     p.pack_ptrs = std::move(key);
   }
   const cudnn::Api& a = *cudnn::api();
-  cudnnHandle_t handle = handle_state().handle;
+  cudnnHandle_t handle = cudnn::process_handle();
   if (cudnnStatus_t s = a.cudnnSetStream(handle, stream); s != CUDNN_STATUS_SUCCESS)
     user_error() << kWho << ": cudnnSetStream failed with " << cudnn::status_text(s);
   if (cudnnStatus_t s = a.cudnnBackendExecute(handle, p.plan.get(), p.pack.get());
