@@ -28,6 +28,12 @@ struct Accesses {
     reads.clear();
     writes.clear();
   }
+  void drop(const std::set<uint64_t>& uids) {
+    for (uint64_t uid : uids) {
+      reads.erase(uid);
+      writes.erase(uid);
+    }
+  }
 };
 
 ir::Stmt barrier() {
@@ -81,20 +87,10 @@ protected:
     // The next iteration starts with this one's pending accesses: up to the body's first
     // barrier, a conflicting statement needs one at the end of the body. A rotated tile's next
     // iteration writes its other buffer (PlanRotation.h), so it conflicts with nothing here.
-    const bool rotating = op == plan_.loop && !plan_.rotated.empty();
-    for (uint64_t uid : rotating ? plan_.rotated : std::set<uint64_t>{}) {
-      pending.reads.erase(uid);
-      pending.writes.erase(uid);
-    }
+    if (op == plan_.loop) pending.drop(plan_.rotated);
     for (const ir::Stmt& s : std::vector<ir::Stmt>(out)) {
-      if (const auto* e = ir::as<ir::Evaluate>(s))
-        if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") break;
-      Accesses a = accesses(s);
-      for (uint64_t uid : rotating ? plan_.rotated : std::set<uint64_t>{}) {
-        a.reads.erase(uid);
-        a.writes.erase(uid);
-      }
-      if (a.conflicts_with(pending)) {
+      if (is_barrier(s)) break;
+      if (accesses(s).conflicts_with(pending)) {
         out.push_back(barrier());
         break;
       }
@@ -117,6 +113,12 @@ private:
 };
 
 } // namespace
+
+bool is_barrier(const ir::Stmt& s) {
+  const auto* e = ir::as<ir::Evaluate>(s);
+  const auto* i = e ? ir::as<ir::Intrinsic>(e->value) : nullptr;
+  return i && i->name == "tp.barrier";
+}
 
 ir::Stmt insert_barriers(const ir::KernelNode& k, const LayoutInfo& layouts,
                          const PipelinePlan& plan) {

@@ -15,4 +15,7 @@ namespace tp::passes {
 ir::Stmt insert_barriers(const ir::KernelNode& k, const LayoutInfo& layouts,
                          const PipelinePlan& plan);
 
+/// Is `s` one of the barriers insert_barriers places?
+bool is_barrier(const ir::Stmt& s);
+
 } // namespace tp::passes

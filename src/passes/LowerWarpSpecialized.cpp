@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/IRVisitor.h"
+#include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
 
 namespace tp::passes {
@@ -56,12 +57,6 @@ ir::Stmt issue_tma(const LowerContext& cx, const TmaLoad& l, int index, const Ex
       out.push_back(if_then(cta_rank == Expr(j % 2), call(fn + "_multicast", args)));
   }
   return seq(out);
-}
-
-bool is_barrier_stmt(const ir::Stmt& s) {
-  const auto* e = ir::as<ir::Evaluate>(s);
-  const auto* i = e ? ir::as<ir::Intrinsic>(e->value) : nullptr;
-  return i && i->name == "tp.barrier";
 }
 
 /// Does `s` read or write buffer `uid` (as a tile region or element by element)?
@@ -389,11 +384,12 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   // group in flight the same way, through the next iteration's work; the group is drained just
   // before the barrier that publishes the next tile.
   const bool rotating = !plan.rotated.empty() && !plan.defer_second_gemm;
+  size_t gemm_at = work.size(); // where a rotating loop's gemm stands in its work
   if (rotating) {
-    only_gemm = nullptr;
-    for (auto it = ops.rbegin(); it != ops.rend() && !only_gemm; ++it)
-      if (!is_barrier_stmt(*it)) only_gemm = ir::as<ir::Gemm>(*it);
-    internal_assert(only_gemm) << "a rotating loop's work ends with its gemm (PlanRotation.cpp)";
+    while (gemm_at > 0 && !ir::as<ir::Gemm>(work[gemm_at - 1]))
+      --gemm_at;
+    internal_assert(gemm_at > 0) << "a rotating loop's work has its gemm (PlanRotation.cpp)";
+    only_gemm = ir::as<ir::Gemm>(work[--gemm_at]);
   }
   bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
                  cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
@@ -453,15 +449,9 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     // Rotation: the barrier(s) right before the gemm publish the tile the work just filled;
     // the previous gemm, which read the other buffer, must be complete in every warpgroup
     // before the one after next overwrites it, so each warpgroup drains it before arriving.
-    size_t drain_at = work.size();
-    if (rotating) {
-      while (drain_at > 0 && work[drain_at - 1].get() != static_cast<const ir::StmtNode*>(only_gemm))
-        --drain_at;
-      internal_assert(drain_at > 0) << "the rotating loop's gemm is among its work";
-      --drain_at; // the gemm's own index; then back over the barriers just before it
-      while (drain_at > 0 && is_barrier_stmt(work[drain_at - 1]))
-        --drain_at;
-    }
+    size_t drain_at = gemm_at; // then back over the barriers just before the gemm
+    while (rotating && drain_at > 0 && is_barrier(work[drain_at - 1]))
+      --drain_at;
     for (size_t w = 0; w < work.size(); ++w) {
       const ir::Stmt& b = work[w];
       if (w == drain_at) {

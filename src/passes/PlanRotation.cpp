@@ -6,32 +6,28 @@
 #include "ir/IRVisitor.h"
 #include "ir/WriteCoverage.h"
 #include "passes/BufferAccesses.h"
+#include "passes/InsertBarriers.h"
 
 namespace tp::passes {
 
 namespace {
 
-bool is_barrier(const ir::Stmt& s) {
-  const auto* e = ir::as<ir::Evaluate>(s);
-  const auto* i = e ? ir::as<ir::Intrinsic>(e->value) : nullptr;
-  return i && i->name == "tp.barrier";
-}
-
 int64_t align(int64_t x, int64_t a) {
   return (x + a - 1) / a * a;
 }
 
-/// Shared memory the plan needs with `extra` more bytes of tiles, as PlanSharedMemory lays it
-/// out (each tile 1024-aligned, per stage), plus the pipeline's barriers.
+/// Shared memory the plan needs with the tiles `rotated` in two buffers, as PlanSharedMemory
+/// lays it out (each tile 1024-aligned, per stage), plus the pipeline's barriers.
 int64_t smem_estimate(const ir::KernelNode& k, const LayoutInfo& layouts, const PipelinePlan& p,
-                      int64_t extra) {
-  int64_t bytes = extra;
+                      const std::vector<uint64_t>& rotated) {
+  int64_t bytes = 0;
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
     const auto* a = ir::as<ir::Allocate>(s);
     if (!a || !layouts.in_shared(a->buffer)) return;
     const ir::Buffer& b = a->buffer;
     int64_t one = align(layouts.shared_layout(b).size_elems() * dtype_bytes(b->dtype), 1024);
-    bytes += one * (p.staged.count(b->uid) ? p.stages : p.rotated.count(b->uid) ? 2 : 1);
+    const bool two = std::find(rotated.begin(), rotated.end(), b->uid) != rotated.end();
+    bytes += one * (p.staged.count(b->uid) ? p.stages : two ? 2 : 1);
   });
   return bytes + 8 * (2 * p.stages + 3) + 1024; // barriers, and room for reduction scratch
 }
@@ -117,15 +113,13 @@ void plan_rotation(const ir::KernelNode& k, const LayoutInfo& layouts, const Tar
       return;
     }
   if (chosen.empty()) return;
-  PipelinePlan with = plan;
-  with.rotated.insert(chosen.begin(), chosen.end());
   int64_t limit = k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit())
                                    : t.smem_limit();
-  if (smem_estimate(k, layouts, with, 0) > limit) {
+  if (smem_estimate(k, layouts, plan, chosen) > limit) {
     plan.rotation_note = "not rotated: a second buffer would not fit in shared memory";
     return;
   }
-  plan.rotated = with.rotated;
+  plan.rotated.insert(chosen.begin(), chosen.end());
 }
 
 } // namespace tp::passes

@@ -7,6 +7,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/ScheduleRules.h"
 #include "passes/BufferAccesses.h"
+#include "passes/InsertBarriers.h"
 
 namespace tp::passes {
 
@@ -72,10 +73,7 @@ void plan_persistent(const ir::KernelNode& k, PipelinePlan& plan) {
 /// (ping-pong, deferred last gemm) let warpgroups run apart, which a block-wide barrier forbids.
 int loop_barriers(const ir::For* loop) {
   int barriers = 0;
-  ir::for_each_stmt(loop->body, [&](const ir::Stmt& s) {
-    if (const auto* e = ir::as<ir::Evaluate>(s))
-      if (const auto* i = ir::as<ir::Intrinsic>(e->value); i && i->name == "tp.barrier") ++barriers;
-  });
+  ir::for_each_stmt(loop->body, [&](const ir::Stmt& s) { barriers += is_barrier(s); });
   return barriers;
 }
 
