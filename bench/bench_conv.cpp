@@ -52,13 +52,19 @@ const int64_t kBatch = 128;
 
 const std::vector<Config> kConfigs = {
     {128, 128, 64, 4, 256, false}, // lesson 12's
-    {128, 128, 64, 5, 256, false}, {128, 128, 64, 4, 256, true}, {128, 128, 64, 4, 128, false},
+    {128, 128, 64, 5, 256, false},
+    {128, 128, 64, 4, 256, true},
+    {128, 128, 64, 4, 128, false},
     {128, 128, 64, 4, 128, true},
     // Two consumer warpgroups of 128 rows each (256 threads; 384 would be three warpgroups,
     // which no 256-row wgmma splits into).
-    {256, 128, 64, 4, 256, false}, {256, 128, 64, 3, 256, false}, {256, 128, 64, 4, 256, true},
-    {128, 128, 64, 6, 256, false}, {256, 128, 64, 4, 256, false, true},
-    {256, 128, 32, 8, 256, true}, {128, 128, 64, 4, 256, false, true},
+    {256, 128, 64, 4, 256, false},
+    {256, 128, 64, 3, 256, false},
+    {256, 128, 64, 4, 256, true},
+    {128, 128, 64, 6, 256, false},
+    {256, 128, 64, 4, 256, false, true},
+    {256, 128, 32, 8, 256, true},
+    {128, 128, 64, 4, 256, false, true},
 };
 
 // Can conv2d_box run this shape and config (examples/12_conv2d.cpp says why)?

@@ -280,7 +280,9 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     [[fallthrough]];
   case CallOp::abs: t = is_float(t0) ? DType::f32 : DType::i32; break;
   case CallOp::lnot: t = DType::boolean; break;
-  case CallOp::f32_to_bits: t = DType::i32; break;
+  case CallOp::f32_to_bits:
+    t = DType::i32;
+    break;
   case CallOp::bit_not:
     if (const int64_t* v = args[0].as_int()) return IntImm::make(~*v);
     t = DType::i32;

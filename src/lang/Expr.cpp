@@ -83,10 +83,11 @@ Expr bitcast(DType t, const Expr& a, std::source_location loc) {
   if (t == DType::f32 && !from_float && a.dtype() != DType::boolean)
     return Call::make(CallOp::bits_to_f32, {a});
   if (t == DType::i32 && from_float) return Call::make(CallOp::f32_to_bits, {a});
-  user_error(lang::to_loc(loc)) << "bitcast(" << dtype_name(t) << ", x) with x of type " << dtype_name(a.dtype())
-               << ": bitcast reinterprets 32 bits, an integer's as f32 (bitcast(f32, i)) or an "
-                  "f32's as i32 (bitcast(i32, x)); to convert a value, use cast("
-               << dtype_name(t) << ", x)";
+  user_error(lang::to_loc(loc))
+      << "bitcast(" << dtype_name(t) << ", x) with x of type " << dtype_name(a.dtype())
+      << ": bitcast reinterprets 32 bits, an integer's as f32 (bitcast(f32, i)) or an "
+         "f32's as i32 (bitcast(i32, x)); to convert a value, use cast("
+      << dtype_name(t) << ", x)";
   return Expr(); // not reached: the report above throws
 }
 Expr ceildiv(const Expr& a, const Expr& b) { return (a + b - 1) / b; }

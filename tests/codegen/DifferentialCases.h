@@ -393,8 +393,9 @@ inline DiffCase bitcast_bits() {
                       copy(b, I.tile(by * 16, bx * 32));
                       copy(t, T.tile(by * 16, bx * 32));
                     });
-  const int32_t words[] = {0x3F800000, static_cast<int32_t>(0xBF800000), 0x4B000005,
-                           0x00000001, 0x7F7FFFFF, 0, static_cast<int32_t>(0xC0490FDB), 123456789};
+  const int32_t words[] = {
+      0x3F800000, static_cast<int32_t>(0xBF800000), 0x4B000005, 0x00000001, 0x7F7FFFFF,
+      0,          static_cast<int32_t>(0xC0490FDB), 123456789};
   const float floats[] = {1.0f, -2.5f, 0.0f, -0.0f, 3.4e38f, -1.0e-3f, 65504.0f, 7.0f};
   HostTensor a(i32, {21, 45}), x(f32, {21, 45});
   for (int64_t i = 0; i < a.numel(); ++i) {

@@ -60,8 +60,8 @@ TEST(GpuRotatedTiles, UnpackedOperandInTwoBuffersMatchesTheInterpreter) {
     struct Shape {
       int64_t M, N, K;
     };
-    for (const Shape& s : {Shape{128, 128, 64}, Shape{256, 256, 128}, Shape{130, 200, 192},
-                           Shape{128, 384, 448}}) {
+    for (const Shape& s :
+         {Shape{128, 128, 64}, Shape{256, 256, 128}, Shape{130, 200, 192}, Shape{128, 384, 448}}) {
       HostTensor a = ints(bf16, {s.M, s.K}, 3), w = words(s.K / 8, s.N, 11);
       HostTensor c = sentinel(f32, {s.M, s.N});
       HostTensor want = c;

@@ -64,9 +64,7 @@ TEST(WriteCoverage, AParallelLoopOverTheTileCoversItAndASmallerOneDoesNot) {
 TEST(WriteCoverage, ConditionalAndDiagonalStoresProveNothing) {
   Body cond = body_of([](Tensor& W) {
     Tile bs = alloc_shared({64, 64}, f32);
-    parallel({64, 64}, [&](Var i, Var j) {
-      if_then(W(i, j) > 0, [&] { bs(i, j) = 1.0f; });
-    });
+    parallel({64, 64}, [&](Var i, Var j) { if_then(W(i, j) > 0, [&] { bs(i, j) = 1.0f; }); });
   });
   EXPECT_FALSE(ir::writes_every_element(cond.stmts, cond.tile));
   Body diag = body_of([](Tensor&) {

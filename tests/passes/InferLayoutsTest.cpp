@@ -390,24 +390,25 @@ TEST(InferLayouts, MmaAccumulatorUsesEveryWarp) {
                         Case{64, 64, 128}, Case{128, 128, 256}, Case{96, 64, 192}}) {
     Dim M("M"), N("N"), K("K");
     Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
-    Kernel k = kernel("g", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm)),
-                      threads(c.threads), [&](Var bx, Var by) {
-                        Tile As = alloc_shared({c.bm, 32}, bf16), Bs = alloc_shared({32, c.bn}, bf16);
-                        Tile acc = alloc_fragment({c.bm, c.bn}, f32);
-                        clear(acc);
-                        copy(A.tile(by * c.bm, 0), As);
-                        copy(B.tile(0, bx * c.bn), Bs);
-                        gemm(As, Bs, acc);
-                        copy(acc, C.tile(by * c.bm, bx * c.bn));
-                      });
+    Kernel k =
+        kernel("g", {A, B, C}, grid(ceildiv(N, c.bn), ceildiv(M, c.bm)), threads(c.threads),
+               [&](Var bx, Var by) {
+                 Tile As = alloc_shared({c.bm, 32}, bf16), Bs = alloc_shared({32, c.bn}, bf16);
+                 Tile acc = alloc_fragment({c.bm, c.bn}, f32);
+                 clear(acc);
+                 copy(A.tile(by * c.bm, 0), As);
+                 copy(B.tile(0, bx * c.bn), Bs);
+                 gemm(As, Bs, acc);
+                 copy(acc, C.tile(by * c.bm, bx * c.bn));
+               });
     for (const char* arch : {"sm_80", "sm_90a"}) {
       passes::LayoutInfo l = passes::infer_layouts(k.node(), passes::Target::parse(arch));
       if (!l.in_registers(buffer(k, 2))) continue; // the SIMT loop's shared accumulator
       const auto& f = l.fragment(buffer(k, 2));
       if (f.kind != Kind::mma_acc) continue;
       EXPECT_EQ(f.warps_m * f.warps_n, c.threads / 32)
-          << arch << " " << c.bm << "x" << c.bn << " over " << c.threads << " threads: "
-          << f.warps_m << "x" << f.warps_n;
+          << arch << " " << c.bm << "x" << c.bn << " over " << c.threads
+          << " threads: " << f.warps_m << "x" << f.warps_n;
     }
   }
 }

@@ -18,9 +18,9 @@ using namespace tp;
 namespace {
 
 struct Unpack {
-  int offsets = 8;          // rows written per word (8: the whole B tile)
-  bool read_after = false;  // the B tile is copied out after the loop too
-  int64_t bn = 128;         // B tile columns
+  int offsets = 8;         // rows written per word (8: the whole B tile)
+  bool read_after = false; // the B tile is copied out after the loop too
+  int64_t bn = 128;        // B tile columns
   int stages = 3;
   Schedule schedule() const { return {.stages = stages}; }
 };
@@ -101,8 +101,8 @@ TEST(PlanRotation, AWholeUnpackedTileRotatesAndDropsTheEndOfBodyBarrier) {
   const uint64_t bs = uid_of(p.k, "shared1");
   EXPECT_EQ(p.plan.rotated, std::set<uint64_t>{bs});
   EXPECT_EQ(p.loop, "par | gemm");
-  passes::SmemPlan smem = passes::plan_shared_memory(p.k, p.layouts, p.plan,
-                                                     passes::Target::parse("sm_90a"));
+  passes::SmemPlan smem =
+      passes::plan_shared_memory(p.k, p.layouts, p.plan, passes::Target::parse("sm_90a"));
   EXPECT_EQ(smem.slots.at(bs).stages, 2);
   EXPECT_EQ(smem.slots.at(uid_of(p.k, "shared0")).stages, 3); // A: the pipeline's stages
 }

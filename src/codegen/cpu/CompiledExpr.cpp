@@ -1,8 +1,8 @@
 // Compiled expressions of the CPU interpreter: one evaluator class per IR expression kind,
 // vectorised over the lanes of a parallel loop.
-#include <cstring>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "codegen/cpu/Machine.h"

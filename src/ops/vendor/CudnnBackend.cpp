@@ -154,8 +154,7 @@ cudnnHandle_t process_handle(std::string* why_not) {
     }
     if (cudnnStatus_t r = a->cudnnCreate(&st.handle); r != CUDNN_STATUS_SUCCESS) {
       st.handle = nullptr;
-      st.why_not =
-          "cudnnCreate failed with " + status_text(r) + " (" + a->library.describe() + ")";
+      st.why_not = "cudnnCreate failed with " + status_text(r) + " (" + a->library.describe() + ")";
     }
     return st;
   }();
@@ -234,8 +233,8 @@ std::optional<EnginePlan> first_engine_plan(const Desc& op_graph, cudnnHandle_t 
       int64_t n = 0;
       a.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                  CUDNN_TYPE_INT64, 1, &n, &out.workspace);
-      out.engine = fmt::format("engine {} ({}, candidate {})", engine_index(cfgs[i]), mode_name,
-                               candidates);
+      out.engine =
+          fmt::format("engine {} ({}, candidate {})", engine_index(cfgs[i]), mode_name, candidates);
       out.engine_cfg = std::move(cfgs[i]);
       out.plan = std::move(plan);
       return out;

@@ -2,8 +2,8 @@
 // cudnn_graph.h is used for types and enums only. Building and finalizing tensor and operation
 // descriptors needs no GPU; operation graphs, plans and execution need a handle (and a GPU).
 #pragma once
-#include <cudnn_graph.h>
 #include <cstdint>
+#include <cudnn_graph.h>
 #include <optional>
 #include <string>
 #include <vector>
