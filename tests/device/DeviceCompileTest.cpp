@@ -76,7 +76,7 @@ TEST(DeviceCompile, EveryWrapperCompilesForSm90a) {
             "mbarrier.arrive.shared::cta.b64",
             "mbarrier.arrive.expect_tx.shared::cta.b64",
             "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
-            "mbarrier.arrive.release.cluster.shared::cluster.b64",
+            "mbarrier.arrive.shared::cluster.b64",
             "mbarrier.try_wait.parity.shared::cta.b64",
             "fence.mbarrier_init.release.cluster",
             "fence.proxy.async.shared::cta",

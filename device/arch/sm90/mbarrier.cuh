@@ -41,11 +41,14 @@ TP_DEVICE void mbarrier_expect_tx(uint32_t bar, uint32_t tx_bytes) {
                : "memory");
 }
 
-/// mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]: one arrival on the barrier at
-/// `remote`, a shared::cluster address from mapa_shared (cluster.cuh), possibly another CTA's.
+/// mbarrier.arrive.shared::cluster.b64 _, [remote]: one arrival on the barrier at `remote`, a
+/// shared::cluster address from mapa_shared (cluster.cuh), possibly another CTA's. The default
+/// semantics (release at CTA scope) are enough for the one use, a consumer freeing a stage whose
+/// async-proxy reads wgmma.wait_group has already completed. `.release.cluster` made ptxas put a
+/// MEMBAR.ALL.GPU and an ERRBAR before every arrival, and the 2-CTA cluster GEMM ran 2.2x slower
+/// than without clusters (H100, 2026-12-05; 1.03x slower with this form).
 TP_DEVICE void mbarrier_arrive_cluster(uint32_t remote) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
-               : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 /// mbarrier.try_wait.parity.shared::cta.b64 done, [bar], parity, suspend_ns: true once the phase
