@@ -4,6 +4,7 @@
 #include "passes/LowerTileOps.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/PairAtomics.h"
 
 namespace tp::passes {
 
@@ -168,6 +169,9 @@ public:
         body = ir::Let::make(p->vars[d], c[d], body);
       // Registers past the tile's last row (a blocked layout's ragged row block) hold nothing.
       if (Expr ok = l.valid(cx_.tid, r); ok.defined()) body = if_then(ok, body);
+      if (ir::Stmt paired = pair_atomics(cx_, fa.anchor, r, l.regs_per_thread(), body);
+          paired.defined())
+        return paired;
       return unrolled_for(r, l.regs_per_thread(), body);
     }
     if (fa.any_register)

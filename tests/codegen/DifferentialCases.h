@@ -192,6 +192,38 @@ inline DiffCase atomic_add_edge_tile() {
   return c;
 }
 
+/// (b') Tile atomic_add of a gemm accumulator, two K splits adding into C: on sm_90a adjacent
+/// columns go out as one paired reduction where both are in bounds and the pair's address is
+/// 8-byte aligned, element by element elsewhere. N = 45 (odd) makes every other row's pairs
+/// misaligned and puts the last pair across the edge, so every path runs in one launch; the
+/// inputs are small integers, so every order of the adds gives the same f32 sums.
+inline DiffCase atomic_add_accumulator_pairs() {
+  DiffCase c;
+  c.name = "AccumulatorAtomicAddPairsAdjacentColumns";
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  c.kernel = kernel("atomic_pairs", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64), 2),
+                    threads(128), [&](Var bx, Var by, Var z) {
+                      Tile As = alloc_shared({64, 32}, bf16);
+                      Tile Bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      copy(A.tile(by * 64, z * 32), As);
+                      copy(B.tile(z * 32, bx * 64), Bs);
+                      gemm(As, Bs, acc);
+                      atomic_add(C.tile(by * 64, bx * 64), acc);
+                    });
+  c.args = {ints(bf16, {75, 64}, 16), ints(bf16, {64, 45}, 17), ints(f32, {75, 45}, 18)};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        a[2].set(i * N + j, a[2].get(i * N + j) + dot(a[0], a[1], i, j));
+  };
+  return c;
+}
+
 /// (c) select is lazy: select(g + 1 < N, A(g + 1), 0) never reads A(N); a uniform select
 /// outside parallel evaluates only its chosen side too.
 inline DiffCase select_is_lazy() {
@@ -867,6 +899,7 @@ inline std::vector<NamedCase> differential_cases() {
           {"FillOfFragmentRegionKeepsTheRest", region_fill_of_fragment},
           {"CopyIntoFragmentRegionKeepsTheRest", region_copy_into_fragment},
           {"TileAtomicAddDropsOutOfBounds", atomic_add_edge_tile},
+          {"AccumulatorAtomicAddPairsAdjacentColumns", atomic_add_accumulator_pairs},
           {"SelectEvaluatesOnlyTheChosenSide", select_is_lazy},
           {"ElementAccessAtRankSix", rank6_elements},
           {"SharedTileReadAcrossWarpRolesIsOrdered", shared_index_between_warp_roles},
