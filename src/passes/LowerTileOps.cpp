@@ -4,7 +4,7 @@
 #include "passes/LowerTileOps.h"
 
 #include "ir/IRVisitor.h"
-#include "passes/PairAtomics.h"
+#include "passes/PairElementWrites.h"
 
 namespace tp::passes {
 
@@ -169,7 +169,7 @@ public:
         body = ir::Let::make(p->vars[d], c[d], body);
       // Registers past the tile's last row (a blocked layout's ragged row block) hold nothing.
       if (Expr ok = l.valid(cx_.tid, r); ok.defined()) body = if_then(ok, body);
-      if (ir::Stmt paired = pair_atomics(cx_, fa.anchor, r, l.regs_per_thread(), body);
+      if (ir::Stmt paired = pair_element_writes(cx_, fa.anchor, r, l.regs_per_thread(), body);
           paired.defined())
         return paired;
       return unrolled_for(r, l.regs_per_thread(), body);

@@ -224,6 +224,40 @@ inline DiffCase atomic_add_accumulator_pairs() {
   return c;
 }
 
+/// (b'') A gemm accumulator stored element by element under a guard (a grouped GEMM's
+/// epilogue): adjacent columns go out as one 2-element store where both are in bounds and the
+/// pair is aligned, element by element elsewhere. N = 45 as in (b'), into bf16 (small integer
+/// sums, exact).
+inline DiffCase store_accumulator_pairs() {
+  DiffCase c;
+  c.name = "AccumulatorStoresPairAdjacentColumns";
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
+  c.kernel = kernel("store_pairs", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile As = alloc_shared({64, 64}, bf16);
+                      Tile Bs = alloc_shared({64, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      copy(A.tile(by * 64, 0), As);
+                      copy(B.tile(0, bx * 64), Bs);
+                      gemm(As, Bs, acc);
+                      parallel({64, 64}, [&](Var i, Var j) {
+                        Expr row = by * 64 + i, col = bx * 64 + j;
+                        if_then(row < M && col < N, [&] { C(row, col) = acc(i, j); });
+                      });
+                    });
+  c.args = {ints(bf16, {75, 64}, 19), ints(bf16, {64, 45}, 20), sentinel(bf16, {75, 45})};
+  c.outputs = {2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        a[2].set(i * N + j, dot(a[0], a[1], i, j));
+  };
+  return c;
+}
+
 /// (c) select is lazy: select(g + 1 < N, A(g + 1), 0) never reads A(N); a uniform select
 /// outside parallel evaluates only its chosen side too.
 inline DiffCase select_is_lazy() {
@@ -900,6 +934,7 @@ inline std::vector<NamedCase> differential_cases() {
           {"CopyIntoFragmentRegionKeepsTheRest", region_copy_into_fragment},
           {"TileAtomicAddDropsOutOfBounds", atomic_add_edge_tile},
           {"AccumulatorAtomicAddPairsAdjacentColumns", atomic_add_accumulator_pairs},
+          {"AccumulatorStoresPairAdjacentColumns", store_accumulator_pairs},
           {"SelectEvaluatesOnlyTheChosenSide", select_is_lazy},
           {"ElementAccessAtRankSix", rank6_elements},
           {"SharedTileReadAcrossWarpRolesIsOrdered", shared_index_between_warp_roles},

@@ -1,0 +1,105 @@
+#include "passes/PairElementWrites.h"
+
+namespace tp::passes {
+
+namespace {
+
+/// One element write with every let inlined: what it writes, where, how, and under which
+/// guards.
+struct ElementWrite {
+  bool atomic = false;
+  ir::Buffer buffer;
+  Expr flat, value;
+  std::vector<Expr> guards;
+};
+
+/// Peels lets and guards (ifs without an else) down to one global store or tp.atomic_add; false
+/// when the body does anything else. Let values are substituted into everything below them, so
+/// that the element can be instantiated for two registers without their lets colliding.
+bool match(const ir::Stmt& s, std::map<uint64_t, Expr>& lets, ElementWrite& out) {
+  if (const auto* l = ir::as<ir::Let>(s)) {
+    lets[ir::as<ir::Variable>(l->var)->uid] = substitute(l->value, lets);
+    return match(l->body, lets, out);
+  }
+  if (const auto* i = ir::as<ir::IfThenElse>(s)) {
+    if (i->else_case.defined()) return false;
+    out.guards.push_back(substitute(i->cond, lets));
+    return match(i->then_case, lets, out);
+  }
+  if (const auto* st = ir::as<ir::Store>(s)) {
+    if (st->buffer->scope != ir::Scope::global || st->indices.size() != 1) return false;
+    out.buffer = st->buffer;
+    out.flat = substitute(st->indices[0], lets);
+    out.value = substitute(st->value, lets);
+    // A cast to the destination's type is the store's own conversion (the paired store rounds
+    // the same way), so an f32 value cast to bf16 still pairs.
+    if (const auto* c = ir::as<ir::Cast>(out.value); c && c->dtype == st->buffer->dtype)
+      out.value = c->value;
+    return true;
+  }
+  const auto* e = ir::as<ir::Evaluate>(s);
+  const auto* call = e ? ir::as<ir::Intrinsic>(e->value) : nullptr;
+  if (!call || call->name != "tp.atomic_add" || call->buffers.size() != 1) return false;
+  out.atomic = true;
+  out.buffer = call->buffers[0];
+  out.flat = substitute(call->args[0], lets);
+  out.value = substitute(call->args[1], lets);
+  return true;
+}
+
+/// The paired helpers take two floats and convert them to the destination's type: bf16, f16
+/// and f32 stores (store2), f32 atomics (atomic_add2, whose vector reduction is sm_90's).
+bool has_paired_form(const LowerContext& cx, const ElementWrite& w) {
+  if (w.buffer->scope != ir::Scope::global || w.value.dtype() != DType::f32) return false;
+  DType t = w.buffer->dtype;
+  if (w.atomic) return t == DType::f32 && cx.target.sm90();
+  return t == DType::bf16 || t == DType::f16 || t == DType::f32;
+}
+
+Expr all_of(const std::vector<Expr>& guards) {
+  Expr c;
+  for (const Expr& g : guards)
+    c = c.defined() ? (c && g) : g;
+  return c;
+}
+
+/// The element write for the register that `at` names, under its guards.
+ir::Stmt element(const ElementWrite& w, const std::map<uint64_t, Expr>& at) {
+  Expr flat = substitute(w.flat, at), v = substitute(w.value, at);
+  ir::Stmt s = w.atomic ? call("tp.atomic_add", {flat, v}, {w.buffer})
+                        : ir::Store::make(w.buffer, {flat}, v, {});
+  Expr g = all_of(w.guards);
+  return g.defined() ? if_then(substitute(g, at), s) : s;
+}
+
+} // namespace
+
+ir::Stmt pair_element_writes(const LowerContext& cx, const ir::Buffer& anchor, const Var& r,
+                             int64_t regs, const ir::Stmt& body) {
+  // Accumulator layouts are the ones whose even and odd registers are adjacent columns (the
+  // paired fragment store's premise, LowerCopy.cpp).
+  const FragmentLayout& l = cx.layouts.fragment(anchor);
+  if (regs % 2 != 0) return {};
+  if (l.kind != FragmentLayout::Kind::wgmma_acc && l.kind != FragmentLayout::Kind::mma_acc)
+    return {};
+  std::map<uint64_t, Expr> lets;
+  ElementWrite w;
+  if (!match(body, lets, w) || !has_paired_form(cx, w)) return {};
+  Var q("q");
+  const uint64_t rid = ir::as<ir::Variable>(r)->uid;
+  std::map<uint64_t, Expr> at0{{rid, q * 2}}, at1{{rid, q * 2 + 1}};
+  Expr f0 = substitute(w.flat, at0), f1 = substitute(w.flat, at1);
+  // Adjacent elements, both in bounds: one paired write (the helper checks the address's
+  // alignment itself, as a view's base may be odd). Otherwise each element on its own, so the
+  // pairing never changes which elements are written.
+  Expr both = f1 == f0 + 1;
+  if (Expr g = all_of(w.guards); g.defined())
+    both = substitute(g, at0) && substitute(g, at1) && both;
+  ir::Stmt paired = call(w.atomic ? "tp::cg::atomic_add2" : "tp::cg::store2",
+                         {call_expr("tp.ptr", {f0}, DType::i32, {w.buffer}),
+                          substitute(w.value, at0), substitute(w.value, at1)});
+  ir::Stmt apart = seq({element(w, at0), element(w, at1)});
+  return unrolled_for(q, regs / 2, if_then(both, paired, apart));
+}
+
+} // namespace tp::passes

@@ -1,0 +1,151 @@
+// Paired element writes (PairElementWrites.cpp): a parallel loop over a gemm accumulator that
+// writes each element into a global tensor takes one paired write per two adjacent columns (a
+// 2-element store, or a paired reduction for atomic_add), with the element writes as the
+// fallback. Checked on the lowered statements: how many paired and element writes the loop
+// issues, and where the pairing must not apply.
+#include <gtest/gtest.h>
+
+#include <tilepilot/tilepilot.h>
+
+#include "ir/IRVisitor.h"
+#include "passes/InferLayouts.h"
+#include "passes/LowerTileOps.h"
+#include "passes/PlanPipeline.h"
+#include "passes/PlanSharedMemory.h"
+
+using namespace tp;
+
+namespace {
+
+struct Writes {
+  int paired = 0;  // tp::cg::atomic_add2 calls
+  int element = 0; // tp.atomic_add calls
+  int paired_stores = 0;  // tp::cg::store2 calls
+  int element_stores = 0; // element stores into C
+};
+
+Writes lower(const Kernel& kernel, const std::string& arch = "sm_90a") {
+  passes::Target t = passes::Target::parse(arch);
+  const ir::KernelNode& k = kernel.node();
+  passes::LayoutInfo l = passes::infer_layouts(k, t);
+  passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
+  passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
+  passes::LowerContext cx(k, t, l, p, s);
+  Writes out;
+  const ir::Buffer& c = k.params.at(2);
+  ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
+    if (const auto* e = ir::as<ir::Evaluate>(st))
+      if (const auto* call = ir::as<ir::Intrinsic>(e->value))
+        out.paired += call->name == "tp::cg::atomic_add2",
+            out.element += call->name == "tp.atomic_add",
+            out.paired_stores += call->name == "tp::cg::store2";
+    if (const auto* store = ir::as<ir::Store>(st))
+      out.element_stores += store->buffer->uid == c->uid;
+  });
+  return out;
+}
+
+enum class Form { tile, guarded_elements, transposed, two_adds, store, cast_store, scaled_store };
+
+/// C += A B over 64 x 64 tiles (one warpgroup, a wgmma accumulator on sm_90a), added into C in
+/// the given form; `out` is C's dtype.
+Kernel splitk(Form form, DType out = f32) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, out);
+  auto body = [&](Var bx, Var by) {
+    Tile as = alloc_shared({64, 64}, bf16), bs = alloc_shared({64, 64}, bf16);
+    Tile acc = alloc_fragment({64, 64}, f32);
+    clear(acc);
+    serial(ceildiv(K, 64), [&](Var k) {
+      copy(A.tile(by * 64, k * 64), as);
+      copy(B.tile(k * 64, bx * 64), bs);
+      gemm(as, bs, acc);
+    });
+    if (form == Form::tile) {
+      atomic_add(C.tile(by * 64, bx * 64), acc);
+      return;
+    }
+    parallel({64, 64}, [&](Var i, Var j) {
+      Expr row = by * 64 + i, col = bx * 64 + j;
+      if (form == Form::store || form == Form::cast_store || form == Form::scaled_store) {
+        Expr v = form == Form::cast_store     ? cast(out, acc(i, j))
+                 : form == Form::scaled_store ? cast(f16, acc(i, j)) // not C's type
+                                              : Expr(acc(i, j));
+        if_then(row < M && col < N, [&] { C(row, col) = v; });
+        return;
+      }
+      if (form == Form::transposed) // adjacent registers land a row apart
+        if_then(col < M && row < N, [&] { atomic_add(C(col, row), acc(i, j)); });
+      else
+        if_then(row < M && col < N, [&] { atomic_add(C(row, col), acc(i, j)); });
+      if (form == Form::two_adds) atomic_add(C(0, 0), acc(i, j));
+    });
+  };
+  return kernel("splitk", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128), body);
+}
+
+} // namespace
+
+TEST(PairElementWrites, TheTileFormPairsAdjacentColumns) {
+  Writes a = lower(splitk(Form::tile));
+  EXPECT_EQ(a.paired, 1);
+  EXPECT_EQ(a.element, 2) << "the fallback: each element under its own guard";
+}
+
+TEST(PairElementWrites, GuardedElementAtomicsPairToo) {
+  Writes a = lower(splitk(Form::guarded_elements));
+  EXPECT_EQ(a.paired, 1);
+  EXPECT_EQ(a.element, 2);
+}
+
+// Pairs that are not adjacent still take the paired branch's test, which fails at run time; the
+// pass does not assume adjacency, it tests it (flat index of the odd register = even's + 1).
+TEST(PairElementWrites, AdjacencyIsTestedNotAssumed) {
+  Writes a = lower(splitk(Form::transposed));
+  EXPECT_EQ(a.paired, 1);
+  EXPECT_EQ(a.element, 2);
+}
+
+TEST(PairElementWrites, OnlyALoopOfOneAtomicIsPaired) {
+  Writes a = lower(splitk(Form::two_adds));
+  EXPECT_EQ(a.paired, 0);
+  EXPECT_EQ(a.element, 2) << "the loop body as written, per register";
+}
+
+TEST(PairElementWrites, Sm80HasNoVectorReductions) {
+  Writes a = lower(splitk(Form::tile), "sm_80");
+  EXPECT_EQ(a.paired, 0);
+  EXPECT_EQ(a.element, 1);
+}
+
+TEST(PairElementWrites, OnlyF32HasPairedReductions) {
+  Writes a = lower(splitk(Form::tile, DType::i32));
+  EXPECT_EQ(a.paired, 0);
+  EXPECT_EQ(a.element, 1);
+}
+
+TEST(PairElementWrites, GuardedStoresPairInEveryFloatType) {
+  for (DType t : {bf16, f16, f32}) {
+    Writes a = lower(splitk(Form::store, t));
+    EXPECT_EQ(a.paired_stores, 1) << dtype_name(t);
+    EXPECT_EQ(a.element_stores, 2) << dtype_name(t) << ": the fallback";
+    EXPECT_EQ(a.paired + a.element, 0);
+  }
+}
+
+TEST(PairElementWrites, ACastToTheDestinationTypeIsTheStoresOwn) {
+  Writes a = lower(splitk(Form::cast_store, bf16));
+  EXPECT_EQ(a.paired_stores, 1);
+}
+
+// An f16 value stored into bf16 rounds twice; the paired store would round once.
+TEST(PairElementWrites, AValueOfAnotherTypeStaysElementWise) {
+  Writes a = lower(splitk(Form::scaled_store, bf16));
+  EXPECT_EQ(a.paired_stores, 0);
+  EXPECT_EQ(a.element_stores, 1);
+}
+
+TEST(PairElementWrites, Sm80PairsStoresToo) {
+  Writes a = lower(splitk(Form::store, bf16), "sm_80");
+  EXPECT_EQ(a.paired_stores, 1);
+}
