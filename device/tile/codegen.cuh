@@ -156,18 +156,16 @@ TP_DEVICE void store2_aligned(float* p, float a, float b) {
   *reinterpret_cast<F2*>(p) = F2{a, b};
 }
 
-/// p[0] += a and p[1] += b, each atomically (f32 in global memory). One red.global.add.v2.f32
-/// (sm_90) when p is 8-byte aligned: a split-K epilogue of 128 x 256 accumulators ran 17.9 us
-/// with scalar atomics and 9.3 us with paired ones (H200, 2026-12-05). Two atomicAdds otherwise.
-TP_DEVICE void atomic_add2(float* p, float a, float b) {
+/// p[0] += a and p[1] += b, each atomically (f32 in global memory, p 8-byte aligned: the caller
+/// tests it). One red.global.add.v2.f32 on sm_90: a split-K epilogue of 128 x 256 accumulators
+/// ran 17.9 us with scalar atomics and 9.3 us with paired ones (H200, 2026-12-05).
+TP_DEVICE void atomic_add2_aligned(float* p, float a, float b) {
 #if __CUDA_ARCH__ >= 900
-  if (aligned_to(p, 8)) {
-    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
-    return;
-  }
-#endif
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
+#else
   atomicAdd(p, a);
   atomicAdd(p + 1, b);
+#endif
 }
 
 struct alignas(16) Vec16 {

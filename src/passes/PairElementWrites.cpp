@@ -89,17 +89,28 @@ ir::Stmt pair_element_writes(const LowerContext& cx, const ir::Buffer& anchor, c
   const uint64_t rid = ir::as<ir::Variable>(r)->uid;
   std::map<uint64_t, Expr> at0{{rid, q * 2}}, at1{{rid, q * 2 + 1}};
   Expr f0 = substitute(w.flat, at0), f1 = substitute(w.flat, at1);
-  // Adjacent elements, both in bounds: one paired write (the helper checks the address's
-  // alignment itself, as a view's base may be odd). Otherwise each element on its own, so the
-  // pairing never changes which elements are written.
-  Expr both = f1 == f0 + 1;
-  if (Expr g = all_of(w.guards); g.defined())
-    both = substitute(g, at0) && substitute(g, at1) && both;
-  ir::Stmt paired = call(w.atomic ? "tp::cg::atomic_add2" : "tp::cg::store2",
-                         {call_expr("tp.ptr", {f0}, DType::i32, {w.buffer}),
-                          substitute(w.value, at0), substitute(w.value, at1)});
-  ir::Stmt apart = seq({element(w, at0), element(w, at1)});
-  return unrolled_for(q, regs / 2, if_then(both, paired, apart));
+  Expr p0 = call_expr("tp.ptr", {f0}, DType::i32, {w.buffer});
+  // Adjacent elements, both in bounds, the first aligned to the pair's size (a view's base may
+  // be odd): one paired write. Otherwise each element on its own, so the pairing never changes
+  // which elements are written. The three writes have their own tests and no else, so that each
+  // can be a predicated instruction. A pair with neither element in bounds (the empty rows of a
+  // partial tile, whole blocks of a grid sized for the worst case) costs its two guards, as
+  // unpaired.
+  const int64_t pair_bytes = 2 * dtype_bytes(w.buffer->dtype);
+  Expr both = f1 == f0 + 1, any;
+  if (Expr g = all_of(w.guards); g.defined()) {
+    Expr g0 = substitute(g, at0), g1 = substitute(g, at1);
+    both = g0 && g1 && both;
+    any = g0 || g1;
+  }
+  both = both && call_expr("tp::cg::aligned_to", {p0, Expr(pair_bytes)}, DType::boolean);
+  Var ok("paired");
+  ir::Stmt paired = call(w.atomic ? "tp::cg::atomic_add2_aligned" : "tp::cg::store2_aligned",
+                         {p0, substitute(w.value, at0), substitute(w.value, at1)});
+  ir::Stmt writes = ir::Let::make(ok, both,
+                                  seq({if_then(ok, paired), if_then(!ok, element(w, at0)),
+                                       if_then(!ok, element(w, at1))}));
+  return unrolled_for(q, regs / 2, any.defined() ? if_then(any, writes) : writes);
 }
 
 } // namespace tp::passes

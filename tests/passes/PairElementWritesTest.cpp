@@ -36,9 +36,9 @@ Writes lower(const Kernel& kernel, const std::string& arch = "sm_90a") {
   ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
     if (const auto* e = ir::as<ir::Evaluate>(st))
       if (const auto* call = ir::as<ir::Intrinsic>(e->value))
-        out.paired += call->name == "tp::cg::atomic_add2",
+        out.paired += call->name == "tp::cg::atomic_add2_aligned",
             out.element += call->name == "tp.atomic_add",
-            out.paired_stores += call->name == "tp::cg::store2";
+            out.paired_stores += call->name == "tp::cg::store2_aligned";
     if (const auto* store = ir::as<ir::Store>(st))
       out.element_stores += store->buffer->uid == c->uid;
   });
