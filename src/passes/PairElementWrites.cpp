@@ -107,9 +107,9 @@ ir::Stmt pair_element_writes(const LowerContext& cx, const ir::Buffer& anchor, c
   Var ok("paired");
   ir::Stmt paired = call(w.atomic ? "tp::cg::atomic_add2_aligned" : "tp::cg::store2_aligned",
                          {p0, substitute(w.value, at0), substitute(w.value, at1)});
-  ir::Stmt writes = ir::Let::make(ok, both,
-                                  seq({if_then(ok, paired), if_then(!ok, element(w, at0)),
-                                       if_then(!ok, element(w, at1))}));
+  ir::Stmt writes = ir::Let::make(
+      ok, both,
+      seq({if_then(ok, paired), if_then(!ok, element(w, at0)), if_then(!ok, element(w, at1))}));
   return unrolled_for(q, regs / 2, any.defined() ? if_then(any, writes) : writes);
 }
 

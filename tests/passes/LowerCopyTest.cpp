@@ -7,11 +7,8 @@
 
 #include <tilepilot/tilepilot.h>
 
+#include "LoweredBody.h"
 #include "ir/IRVisitor.h"
-#include "passes/InferLayouts.h"
-#include "passes/LowerTileOps.h"
-#include "passes/PlanPipeline.h"
-#include "passes/PlanSharedMemory.h"
 
 using namespace tp;
 
@@ -20,18 +17,14 @@ namespace {
 /// The device-library calls of a kernel's lowered body, in program order (names without their
 /// template arguments).
 std::vector<std::string> lowered_calls(const Kernel& kernel) {
-  const passes::Target t = passes::Target::parse("sm_90a");
-  const ir::KernelNode& k = kernel.node();
-  passes::LayoutInfo l = passes::infer_layouts(k, t);
-  passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
-  passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
-  passes::LowerContext cx(k, t, l, p, s);
   std::vector<std::string> out;
-  ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
-    if (const auto* e = ir::as<ir::Evaluate>(st))
-      if (const auto* c = ir::as<ir::Intrinsic>(e->value))
-        if (c->name.rfind("tp::cg::", 0) == 0) out.push_back(c->name.substr(0, c->name.find('<')));
-  });
+  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse("sm_90a")),
+                    [&](const ir::Stmt& st) {
+                      if (const auto* e = ir::as<ir::Evaluate>(st))
+                        if (const auto* c = ir::as<ir::Intrinsic>(e->value))
+                          if (c->name.rfind("tp::cg::", 0) == 0)
+                            out.push_back(c->name.substr(0, c->name.find('<')));
+                    });
   return out;
 }
 

@@ -7,41 +7,33 @@
 
 #include <tilepilot/tilepilot.h>
 
+#include "LoweredBody.h"
 #include "ir/IRVisitor.h"
-#include "passes/InferLayouts.h"
-#include "passes/LowerTileOps.h"
-#include "passes/PlanPipeline.h"
-#include "passes/PlanSharedMemory.h"
 
 using namespace tp;
 
 namespace {
 
 struct Writes {
-  int paired = 0;  // tp::cg::atomic_add2 calls
-  int element = 0; // tp.atomic_add calls
+  int paired = 0;         // tp::cg::atomic_add2 calls
+  int element = 0;        // tp.atomic_add calls
   int paired_stores = 0;  // tp::cg::store2 calls
   int element_stores = 0; // element stores into C
 };
 
 Writes lower(const Kernel& kernel, const std::string& arch = "sm_90a") {
-  passes::Target t = passes::Target::parse(arch);
-  const ir::KernelNode& k = kernel.node();
-  passes::LayoutInfo l = passes::infer_layouts(k, t);
-  passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
-  passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
-  passes::LowerContext cx(k, t, l, p, s);
   Writes out;
-  const ir::Buffer& c = k.params.at(2);
-  ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
-    if (const auto* e = ir::as<ir::Evaluate>(st))
-      if (const auto* call = ir::as<ir::Intrinsic>(e->value))
-        out.paired += call->name == "tp::cg::atomic_add2_aligned",
-            out.element += call->name == "tp.atomic_add",
-            out.paired_stores += call->name == "tp::cg::store2_aligned";
-    if (const auto* store = ir::as<ir::Store>(st))
-      out.element_stores += store->buffer->uid == c->uid;
-  });
+  const ir::Buffer& c = kernel.node().params.at(2);
+  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse(arch)),
+                    [&](const ir::Stmt& st) {
+                      if (const auto* e = ir::as<ir::Evaluate>(st))
+                        if (const auto* call = ir::as<ir::Intrinsic>(e->value))
+                          out.paired += call->name == "tp::cg::atomic_add2_aligned",
+                              out.element += call->name == "tp.atomic_add",
+                              out.paired_stores += call->name == "tp::cg::store2_aligned";
+                      if (const auto* store = ir::as<ir::Store>(st))
+                        out.element_stores += store->buffer->uid == c->uid;
+                    });
   return out;
 }
 

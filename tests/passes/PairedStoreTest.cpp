@@ -8,12 +8,9 @@
 
 #include <tilepilot/tilepilot.h>
 
+#include "LoweredBody.h"
 #include "compile/Lower.h"
 #include "ir/IRVisitor.h"
-#include "passes/InferLayouts.h"
-#include "passes/LowerTileOps.h"
-#include "passes/PlanPipeline.h"
-#include "passes/PlanSharedMemory.h"
 
 using namespace tp;
 
@@ -30,22 +27,17 @@ Lowered lower(const Kernel& kernel, uint64_t even_rows, uint64_t views = 0) {
   passes::Target t = passes::Target::parse("sm_90a");
   t.even_rows = even_rows;
   t.view_params = views;
-  const ir::KernelNode& k = kernel.node();
-  passes::LayoutInfo l = passes::infer_layouts(k, t);
-  passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
-  passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
-  passes::LowerContext cx(k, t, l, p, s);
   Lowered out;
-  const ir::Buffer& c = k.params.at(2);
-  ir::for_each_stmt(passes::lower_tile_ops(cx), [&](const ir::Stmt& st) {
-    if (const auto* e = ir::as<ir::Evaluate>(st))
-      if (const auto* call = ir::as<ir::Intrinsic>(e->value))
-        out.pair_stores += call->name == "tp::cg::store2",
-            out.aligned_pairs += call->name == "tp::cg::store2_aligned";
-    if (const auto* store = ir::as<ir::Store>(st))
-      out.element_stores += store->buffer->uid == c->uid;
-  });
-  out.paired_params = cx.paired_params;
+  const ir::Buffer& c = kernel.node().params.at(2);
+  ir::for_each_stmt(tp::testing::lowered_body(kernel, t, &out.paired_params),
+                    [&](const ir::Stmt& st) {
+                      if (const auto* e = ir::as<ir::Evaluate>(st))
+                        if (const auto* call = ir::as<ir::Intrinsic>(e->value))
+                          out.pair_stores += call->name == "tp::cg::store2",
+                              out.aligned_pairs += call->name == "tp::cg::store2_aligned";
+                      if (const auto* store = ir::as<ir::Store>(st))
+                        out.element_stores += store->buffer->uid == c->uid;
+                    });
   return out;
 }
 

@@ -7,11 +7,8 @@
 #include <set>
 #include <tilepilot/tilepilot.h>
 
+#include "LoweredBody.h"
 #include "ir/IRVisitor.h"
-#include "passes/InferLayouts.h"
-#include "passes/LowerTileOps.h"
-#include "passes/PlanPipeline.h"
-#include "passes/PlanSharedMemory.h"
 
 using namespace tp;
 
@@ -21,17 +18,12 @@ namespace {
 std::set<uint64_t> read_variables(const Kernel& kernel, uint64_t views) {
   passes::Target t = passes::Target::parse("sm_90a");
   t.view_params = views;
-  const ir::KernelNode& k = kernel.node();
-  passes::LayoutInfo l = passes::infer_layouts(k, t);
-  passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
-  passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
-  passes::LowerContext cx(k, t, l, p, s);
   struct Reads : ir::IRVisitor {
     std::set<uint64_t> uids;
     using ir::IRVisitor::visit;
     void visit(const ir::Variable* v) override { uids.insert(v->uid); }
   } reads;
-  reads.visit(passes::lower_tile_ops(cx));
+  reads.visit(tp::testing::lowered_body(kernel, t));
   return reads.uids;
 }
 
