@@ -155,8 +155,11 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.source = emit_cuda(in);
   dump("codegen", out.source);
   out.canonical_ir = ir::to_string(k0, true) + "\n// target " + t.str();
-  out.lowered_text =
-      passes::to_string(k, layouts) + plan_text(plan, smem, staged.loops) + ir::to_string(lowered);
+  std::string writes;
+  for (const std::string& n : cx.write_notes)
+    writes += "// " + n + "\n";
+  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem, staged.loops) + writes +
+                     ir::to_string(lowered);
   out.body_with_barriers = k.body;
   return out;
 }

@@ -50,6 +50,9 @@ struct LowerContext {
   /// Bit i: parameter i took a paired fragment store (LowerCopy.cpp); what a launch must
   /// know to pick a variant with Target::even_rows.
   uint64_t paired_params = 0;
+  /// Per parallel loop over an accumulator that writes global memory, whether its element
+  /// writes were paired and if not why (PairElementWrites.h); `show --stage lowered` prints them.
+  std::vector<std::string> write_notes;
 
   LowerContext(const ir::KernelNode& kn, const Target& t, const LayoutInfo& l,
                const PipelinePlan& p, const SmemPlan& s);

@@ -1,5 +1,7 @@
 #include "passes/PairElementWrites.h"
 
+#include "ir/IRVisitor.h"
+
 namespace tp::passes {
 
 namespace {
@@ -13,21 +15,23 @@ struct ElementWrite {
   std::vector<Expr> guards;
 };
 
-/// Peels lets and guards (ifs without an else) down to one global store or tp.atomic_add; false
-/// when the body does anything else. Let values are substituted into everything below them, so
-/// that the element can be instantiated for two registers without their lets colliding.
-bool match(const ir::Stmt& s, std::map<uint64_t, Expr>& lets, ElementWrite& out) {
+/// Peels lets and guards (ifs without an else) down to one global store or tp.atomic_add.
+/// Returns why the body is not of that form ("" when it is). Let values are substituted into
+/// everything below them, so that the element can be instantiated for two registers without
+/// their lets colliding.
+std::string match(const ir::Stmt& s, std::map<uint64_t, Expr>& lets, ElementWrite& out) {
   if (const auto* l = ir::as<ir::Let>(s)) {
     lets[ir::as<ir::Variable>(l->var)->uid] = substitute(l->value, lets);
     return match(l->body, lets, out);
   }
   if (const auto* i = ir::as<ir::IfThenElse>(s)) {
-    if (i->else_case.defined()) return false;
+    if (i->else_case.defined()) return "the write is under an if with an else";
     out.guards.push_back(substitute(i->cond, lets));
     return match(i->then_case, lets, out);
   }
   if (const auto* st = ir::as<ir::Store>(s)) {
-    if (st->buffer->scope != ir::Scope::global || st->indices.size() != 1) return false;
+    if (st->buffer->scope != ir::Scope::global || st->indices.size() != 1)
+      return "the loop writes '" + st->buffer->name + "', which is not a global tensor";
     out.buffer = st->buffer;
     out.flat = substitute(st->indices[0], lets);
     out.value = substitute(st->value, lets);
@@ -35,25 +39,44 @@ bool match(const ir::Stmt& s, std::map<uint64_t, Expr>& lets, ElementWrite& out)
     // the same way), so an f32 value cast to bf16 still pairs.
     if (const auto* c = ir::as<ir::Cast>(out.value); c && c->dtype == st->buffer->dtype)
       out.value = c->value;
-    return true;
+    return "";
   }
   const auto* e = ir::as<ir::Evaluate>(s);
   const auto* call = e ? ir::as<ir::Intrinsic>(e->value) : nullptr;
-  if (!call || call->name != "tp.atomic_add" || call->buffers.size() != 1) return false;
+  if (!call || call->name != "tp.atomic_add" || call->buffers.size() != 1)
+    return "the loop body does more than one element write";
   out.atomic = true;
   out.buffer = call->buffers[0];
   out.flat = substitute(call->args[0], lets);
   out.value = substitute(call->args[1], lets);
-  return true;
+  return "";
 }
 
-/// The paired helpers take two floats and convert them to the destination's type: bf16, f16
-/// and f32 stores (store2), f32 atomics (atomic_add2, whose vector reduction is sm_90's).
-bool has_paired_form(const LowerContext& cx, const ElementWrite& w) {
-  if (w.buffer->scope != ir::Scope::global || w.value.dtype() != DType::f32) return false;
+/// Why the write has no paired form ("" when it has one). The paired helpers take two floats
+/// and convert them to the destination's type: bf16, f16 and f32 stores (store2), f32 atomics
+/// (atomic_add2, whose vector reduction is sm_90's).
+std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
+  const std::string what = (w.atomic ? "atomic_add into '" : "store into '") + w.buffer->name;
+  if (w.value.dtype() != DType::f32)
+    return what + "': the value is " + dtype_name(w.value.dtype()) + ", not f32";
   DType t = w.buffer->dtype;
-  if (w.atomic) return t == DType::f32 && cx.target.sm90();
-  return t == DType::bf16 || t == DType::f16 || t == DType::f32;
+  if (w.atomic && t != DType::f32) return what + "': only f32 has a paired reduction";
+  if (w.atomic && !cx.target.sm90())
+    return what + "': " + cx.target.arch + " has no vector reductions";
+  if (!w.atomic && t != DType::bf16 && t != DType::f16 && t != DType::f32)
+    return what + "': a " + dtype_name(t) + " tensor has no paired store";
+  return "";
+}
+
+/// Whether `body` writes global memory (a store or an atomic).
+bool writes_global(const ir::Stmt& body) {
+  bool any = false;
+  ir::for_each_stmt(body, [&](const ir::Stmt& s) {
+    if (const auto* st = ir::as<ir::Store>(s)) any = any || st->buffer->scope == ir::Scope::global;
+    if (const auto* e = ir::as<ir::Evaluate>(s))
+      if (const auto* c = ir::as<ir::Intrinsic>(e->value)) any = any || c->name == "tp.atomic_add";
+  });
+  return any;
 }
 
 Expr all_of(const std::vector<Expr>& guards) {
@@ -74,17 +97,26 @@ ir::Stmt element(const ElementWrite& w, const std::map<uint64_t, Expr>& at) {
 
 } // namespace
 
-ir::Stmt pair_element_writes(const LowerContext& cx, const ir::Buffer& anchor, const Var& r,
-                             int64_t regs, const ir::Stmt& body) {
+ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r, int64_t regs,
+                             const ir::Stmt& body, const SourceLoc& loc) {
   // Accumulator layouts are the ones whose even and odd registers are adjacent columns (the
   // paired fragment store's premise, LowerCopy.cpp).
   const FragmentLayout& l = cx.layouts.fragment(anchor);
-  if (regs % 2 != 0) return {};
   if (l.kind != FragmentLayout::Kind::wgmma_acc && l.kind != FragmentLayout::Kind::mma_acc)
     return {};
+  if (!writes_global(body)) return {};
+  const std::string where =
+      "parallel loop over '" + anchor->name + "'" + (loc.known() ? " at " + loc.str() : "");
   std::map<uint64_t, Expr> lets;
   ElementWrite w;
-  if (!match(body, lets, w) || !has_paired_form(cx, w)) return {};
+  std::string why = regs % 2 ? "an odd number of registers a thread" : match(body, lets, w);
+  if (why.empty()) why = no_paired_form(cx, w);
+  if (!why.empty()) {
+    cx.write_notes.push_back(where + ": element writes, not paired: " + why);
+    return {};
+  }
+  cx.write_notes.push_back(where + ": " + (w.atomic ? "atomic_add" : "store") + " into '" +
+                           w.buffer->name + "' paired (two adjacent columns a write)");
   Var q("q");
   const uint64_t rid = ir::as<ir::Variable>(r)->uid;
   std::map<uint64_t, Expr> at0{{rid, q * 2}}, at1{{rid, q * 2 + 1}};

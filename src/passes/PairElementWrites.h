@@ -14,7 +14,9 @@ namespace tp::passes {
 /// over register pairs: one paired write where both elements are in bounds and adjacent, the
 /// two element writes (each under its own guard) otherwise. Returns an undefined Stmt when the
 /// loop is not of that form.
-ir::Stmt pair_element_writes(const LowerContext& cx, const ir::Buffer& anchor, const Var& r,
-                             int64_t regs, const ir::Stmt& body);
+/// `loc` names the loop in the note it adds to cx.write_notes when the loop writes global
+/// memory: what was paired, or why nothing was.
+ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r, int64_t regs,
+                             const ir::Stmt& body, const SourceLoc& loc);
 
 } // namespace tp::passes

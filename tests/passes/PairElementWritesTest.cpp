@@ -19,12 +19,20 @@ struct Writes {
   int element = 0;        // tp.atomic_add calls
   int paired_stores = 0;  // tp::cg::store2 calls
   int element_stores = 0; // element stores into C
+  std::vector<std::string> notes; // what `show --stage lowered` says of each loop
 };
+
+bool has(const std::vector<std::string>& notes, const std::string& part) {
+  for (const std::string& n : notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
 
 Writes lower(const Kernel& kernel, const std::string& arch = "sm_90a") {
   Writes out;
   const ir::Buffer& c = kernel.node().params.at(2);
-  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse(arch)),
+  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse(arch), nullptr,
+                                              &out.notes),
                     [&](const ir::Stmt& st) {
                       if (const auto* e = ir::as<ir::Evaluate>(st))
                         if (const auto* call = ir::as<ir::Intrinsic>(e->value))
@@ -140,4 +148,16 @@ TEST(PairElementWrites, AValueOfAnotherTypeStaysElementWise) {
 TEST(PairElementWrites, Sm80PairsStoresToo) {
   Writes a = lower(splitk(Form::store, bf16), "sm_80");
   EXPECT_EQ(a.paired_stores, 1);
+}
+
+// `show --stage lowered` says, per loop over an accumulator that writes global memory, whether
+// its writes were paired and if not why, so a user can see why an epilogue runs element-wise.
+TEST(PairElementWrites, ShowSaysWhatWasPairedAndWhyNot) {
+  Writes tile = lower(splitk(Form::tile));
+  ASSERT_EQ(tile.notes.size(), 1u);
+  EXPECT_TRUE(has(tile.notes, "atomic_add into 'C' paired")) << tile.notes[0];
+  EXPECT_TRUE(has(lower(splitk(Form::two_adds)).notes, "not paired: the loop body does more"));
+  EXPECT_TRUE(has(lower(splitk(Form::scaled_store, bf16)).notes, "the value is f16, not f32"));
+  EXPECT_TRUE(has(lower(splitk(Form::tile), "sm_80").notes, "sm_80 has no vector reductions"));
+  EXPECT_TRUE(has(lower(splitk(Form::tile, DType::i32)).notes, "only f32 has a paired reduction"));
 }

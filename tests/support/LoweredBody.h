@@ -3,6 +3,8 @@
 // check what lowering decided (which calls, stores and variables the body has).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <tilepilot/tilepilot.h>
 
@@ -13,10 +15,11 @@
 
 namespace tp::testing {
 
-/// `paired_params`, when given, receives LowerContext::paired_params (the parameters that take
-/// paired stores).
+/// `paired_params` and `write_notes`, when given, receive the LowerContext's (the parameters
+/// that take paired stores; what each loop's element writes became).
 inline ir::Stmt lowered_body(const Kernel& kernel, const passes::Target& t,
-                             uint64_t* paired_params = nullptr) {
+                             uint64_t* paired_params = nullptr,
+                             std::vector<std::string>* write_notes = nullptr) {
   const ir::KernelNode& k = kernel.node();
   passes::LayoutInfo l = passes::infer_layouts(k, t);
   passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
@@ -24,6 +27,7 @@ inline ir::Stmt lowered_body(const Kernel& kernel, const passes::Target& t,
   passes::LowerContext cx(k, t, l, p, s);
   ir::Stmt body = passes::lower_tile_ops(cx);
   if (paired_params) *paired_params = cx.paired_params;
+  if (write_notes) *write_notes = cx.write_notes;
   return body;
 }
 
