@@ -59,6 +59,20 @@ std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
   const std::string what = (w.atomic ? "atomic_add into '" : "store into '") + w.buffer->name;
   if (w.value.dtype() != DType::f32)
     return what + "': the value is " + dtype_name(w.value.dtype()) + ", not f32";
+  // Reading the tensor the loop writes would let the pair's second element see the first's
+  // old value where element order showed it the new one (a shifted read of the same row).
+  struct ReadsOf : ir::IRVisitor {
+    uint64_t uid = 0;
+    bool found = false;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Load* l) override {
+      found = found || l->buffer->uid == uid;
+      ir::IRVisitor::visit(l);
+    }
+  } reads;
+  reads.uid = w.buffer->uid;
+  reads.visit(w.value);
+  if (reads.found) return what + "': the value reads the tensor it writes";
   DType t = w.buffer->dtype;
   if (w.atomic && t != DType::f32) return what + "': only f32 has a paired reduction";
   if (w.atomic && !cx.target.sm90())

@@ -45,7 +45,16 @@ Writes lower(const Kernel& kernel, const std::string& arch = "sm_90a") {
   return out;
 }
 
-enum class Form { tile, guarded_elements, transposed, two_adds, store, cast_store, scaled_store };
+enum class Form {
+  tile,
+  guarded_elements,
+  transposed,
+  two_adds,
+  store,
+  cast_store,
+  scaled_store,
+  shifted_read
+};
 
 /// C += A B over 64 x 64 tiles (one warpgroup, a wgmma accumulator on sm_90a), added into C in
 /// the given form; `out` is C's dtype.
@@ -67,6 +76,10 @@ Kernel splitk(Form form, DType out = f32) {
     }
     parallel({64, 64}, [&](Var i, Var j) {
       Expr row = by * 64 + i, col = bx * 64 + j;
+      if (form == Form::shifted_read) { // each element reads its left neighbour in C
+        if_then(row < M && col >= 1 && col < N, [&] { C(row, col) = C(row, col - 1) + acc(i, j); });
+        return;
+      }
       if (form == Form::store || form == Form::cast_store || form == Form::scaled_store) {
         Expr v = form == Form::cast_store     ? cast(out, acc(i, j))
                  : form == Form::scaled_store ? cast(f16, acc(i, j)) // not C's type
@@ -160,4 +173,12 @@ TEST(PairElementWrites, ShowSaysWhatWasPairedAndWhyNot) {
   EXPECT_TRUE(has(lower(splitk(Form::scaled_store, bf16)).notes, "the value is f16, not f32"));
   EXPECT_TRUE(has(lower(splitk(Form::tile), "sm_80").notes, "sm_80 has no vector reductions"));
   EXPECT_TRUE(has(lower(splitk(Form::tile, DType::i32)).notes, "only f32 has a paired reduction"));
+}
+
+// A value that reads the tensor the loop writes keeps element order: paired, the second element
+// would read its left neighbour before the first element's write of it.
+TEST(PairElementWrites, AValueReadingTheDestinationStaysElementWise) {
+  Writes w = lower(splitk(Form::shifted_read, f32));
+  EXPECT_EQ(w.paired_stores, 0);
+  EXPECT_TRUE(has(w.notes, "the value reads the tensor it writes"));
 }
