@@ -216,6 +216,8 @@ constexpr AnnotationRule kAnnotations[] = {
     {"swizzle", 0, 64, "block rasterization panel width (0: row-major)"},
     {"cluster", 1, 2, "blocks per thread-block cluster along grid y (sm_90a TMA multicast)"},
     {"persistent", 0, 1, "1: about one block per SM loops over the grid's tiles"},
+    {"paired_stores", 0, 1,
+     "1: parallel loops over a gemm accumulator store two adjacent columns at once"},
 };
 
 /// Loop schedules that were kernel annotations once and are now stated on the loop itself,

@@ -125,6 +125,14 @@ ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const V
   ElementWrite w;
   std::string why = regs % 2 ? "an odd number of registers a thread" : match(body, lets, w);
   if (why.empty()) why = no_paired_form(cx, w);
+  // Stores pair only on request. Measured on the H100 (2026-12-05), pairing took a grouped GEMM
+  // lesson from 306 to 411 TFLOP/s, but cost an operator whose tiles are mostly empty rows 2 %
+  // at run time and 15-40 % of its cold compile (the per-pair branches). Atomics always pair:
+  // a paired reduction halves the epilogue's atomic traffic.
+  auto asked = cx.k.attrs.find("paired_stores");
+  if (why.empty() && !w.atomic && (asked == cx.k.attrs.end() || asked->second != "1"))
+    why = "store into '" + w.buffer->name +
+          "': stores pair when the kernel asks, annotate(\"paired_stores\", \"1\")";
   if (!why.empty()) {
     cx.write_notes.push_back(where + ": element writes, not paired: " + why);
     return {};

@@ -242,6 +242,7 @@ inline DiffCase store_accumulator_pairs() {
                       copy(A.tile(by * 64, 0), As);
                       copy(B.tile(0, bx * 64), Bs);
                       gemm(As, Bs, acc);
+                      annotate("paired_stores", "1");
                       parallel({64, 64}, [&](Var i, Var j) {
                         Expr row = by * 64 + i, col = bx * 64 + j;
                         if_then(row < M && col < N, [&] { C(row, col) = acc(i, j); });

@@ -53,7 +53,8 @@ enum class Form {
   store,
   cast_store,
   scaled_store,
-  shifted_read
+  shifted_read,
+  unrequested_store
 };
 
 /// C += A B over 64 x 64 tiles (one warpgroup, a wgmma accumulator on sm_90a), added into C in
@@ -77,10 +78,13 @@ Kernel splitk(Form form, DType out = f32) {
     parallel({64, 64}, [&](Var i, Var j) {
       Expr row = by * 64 + i, col = bx * 64 + j;
       if (form == Form::shifted_read) { // each element reads its left neighbour in C
+        annotate("paired_stores", "1");
         if_then(row < M && col >= 1 && col < N, [&] { C(row, col) = C(row, col - 1) + acc(i, j); });
         return;
       }
-      if (form == Form::store || form == Form::cast_store || form == Form::scaled_store) {
+      if (form == Form::store || form == Form::cast_store || form == Form::scaled_store ||
+          form == Form::unrequested_store) {
+        if (form != Form::unrequested_store) annotate("paired_stores", "1");
         Expr v = form == Form::cast_store     ? cast(out, acc(i, j))
                  : form == Form::scaled_store ? cast(f16, acc(i, j)) // not C's type
                                               : Expr(acc(i, j));
@@ -181,4 +185,12 @@ TEST(PairElementWrites, AValueReadingTheDestinationStaysElementWise) {
   Writes w = lower(splitk(Form::shifted_read, f32));
   EXPECT_EQ(w.paired_stores, 0);
   EXPECT_TRUE(has(w.notes, "the value reads the tensor it writes"));
+}
+
+// Stores pair only where the kernel asks; without the annotation `show` says how to ask.
+TEST(PairElementWrites, StoresPairOnlyOnRequest) {
+  Writes w = lower(splitk(Form::unrequested_store, bf16));
+  EXPECT_EQ(w.paired_stores, 0);
+  EXPECT_EQ(w.element_stores, 1);
+  EXPECT_TRUE(has(w.notes, "annotate(\"paired_stores\", \"1\")"));
 }
