@@ -53,14 +53,15 @@ std::string match(const ir::Stmt& s, std::map<uint64_t, Expr>& lets, ElementWrit
 }
 
 /// Why the write has no paired form ("" when it has one). The paired helpers take two floats
-/// and convert them to the destination's type: bf16, f16 and f32 stores (store2), f32 atomics
-/// (atomic_add2, whose vector reduction is sm_90's).
+/// and convert them to the destination's type: bf16, f16 and f32 stores (store2_aligned), f32
+/// atomics (atomic_add2_aligned, whose vector reduction is sm_90's).
 std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
   const std::string what = (w.atomic ? "atomic_add into '" : "store into '") + w.buffer->name;
   if (w.value.dtype() != DType::f32)
     return what + "': the value is " + dtype_name(w.value.dtype()) + ", not f32";
-  // Reading the tensor the loop writes would let the pair's second element see the first's
-  // old value where element order showed it the new one (a shifted read of the same row).
+  // Reading the tensor the loop writes (in the value or a guard) would let the pair's second
+  // element see the first's old value where element order showed it the new one (a shifted
+  // read of the same row).
   struct ReadsOf : ir::IRVisitor {
     uint64_t uid = 0;
     bool found = false;
@@ -72,7 +73,9 @@ std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
   } reads;
   reads.uid = w.buffer->uid;
   reads.visit(w.value);
-  if (reads.found) return what + "': the value reads the tensor it writes";
+  for (const Expr& g : w.guards)
+    reads.visit(g);
+  if (reads.found) return what + "': the value or a guard reads the tensor it writes";
   DType t = w.buffer->dtype;
   if (w.atomic && t != DType::f32) return what + "': only f32 has a paired reduction";
   if (w.atomic && !cx.target.sm90())

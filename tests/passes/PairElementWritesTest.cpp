@@ -184,7 +184,7 @@ TEST(PairElementWrites, ShowSaysWhatWasPairedAndWhyNot) {
 TEST(PairElementWrites, AValueReadingTheDestinationStaysElementWise) {
   Writes w = lower(splitk(Form::shifted_read, f32));
   EXPECT_EQ(w.paired_stores, 0);
-  EXPECT_TRUE(has(w.notes, "the value reads the tensor it writes"));
+  EXPECT_TRUE(has(w.notes, "reads the tensor it writes"));
 }
 
 // Stores pair only where the kernel asks; without the annotation `show` says how to ask.
