@@ -262,8 +262,11 @@ void atomic_add(const Operand& dst, const Tile& src, Loc loc = Loc::current());
 void print(const std::string& label, const Expr& value, Loc loc = Loc::current());
 void print(const std::string& label, const Tile& tile, Loc loc = Loc::current());
 
-/// Annotations: hints the CUDA backend may use (block rasterization "swizzle", "warp_specialize",
-/// layout pinning); they never change results.
+/// Kernel annotations, integers the CUDA backend uses; they never change results: "swizzle"
+/// (block rasterization panel width), "cluster" (2: pairs of blocks share staged tiles through
+/// TMA multicast), "persistent" (1: about one block per SM loops over the tiles),
+/// "paired_stores" (1: parallel loops over a gemm accumulator store two adjacent columns at
+/// once). An unknown key or a value out of range is a user error naming the choices.
 void annotate(const std::string& key, const std::string& value, Loc loc = Loc::current());
 
 } // namespace tp
