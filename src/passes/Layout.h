@@ -71,6 +71,11 @@ struct FragmentLayout {
 
   bool in_registers() const { return kind != Kind::none; }
   int regs_per_thread() const;
+  /// Registers 2q and 2q+1 of every thread hold adjacent columns of one row (the accumulators),
+  /// so a write of both can be one 2-element access (paired stores and atomics).
+  bool adjacent_column_pairs() const {
+    return (kind == Kind::wgmma_acc || kind == Kind::mma_acc) && regs_per_thread() % 2 == 0;
+  }
   /// Threads that hold the fragment (the consumer threads).
   int threads() const;
   /// Row and column (columns: accumulators only) of register r in thread t. Both are

@@ -325,16 +325,14 @@ ir::Stmt async_chunks(const LowerContext& cx, const Chunks& ch, const ir::Region
 /// 8-byte (f32) store, which halves the epilogue's store instructions.
 bool paired_store_applies(const LowerContext& cx, const ir::Copy* op) {
   const ir::Region &src = op->src, &dst = op->dst;
-  const FragmentLayout& l = cx.layouts.fragment(src.buffer);
-  if (l.kind != FragmentLayout::Kind::wgmma_acc && l.kind != FragmentLayout::Kind::mma_acc)
-    return false;
+  if (!cx.layouts.fragment(src.buffer).adjacent_column_pairs()) return false;
   if (dst.buffer->scope != Scope::global || dst.buffer->rank() < 1) return false;
   // The fragment's column must run along the tensor's contiguous (last) dimension.
   std::vector<int> nu = nonunit(dst.extent);
   if (nu.size() != 2 || nu[1] != static_cast<int>(dst.extent.size()) - 1) return false;
   DType t = dst.buffer->dtype;
   bool wide = t == DType::bf16 || t == DType::f16 || t == DType::f32;
-  return wide && src.buffer->dtype == DType::f32 && l.regs_per_thread() % 2 == 0;
+  return wide && src.buffer->dtype == DType::f32;
 }
 
 ir::Stmt paired_store(LowerContext& cx, const ir::Copy* op) {

@@ -114,23 +114,20 @@ ir::Stmt element(const ElementWrite& w, const std::map<uint64_t, Expr>& at) {
 
 } // namespace
 
-ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r, int64_t regs,
+ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r,
                              const ir::Stmt& body, const SourceLoc& loc) {
-  // Accumulator layouts are the ones whose even and odd registers are adjacent columns (the
-  // paired fragment store's premise, LowerCopy.cpp).
   const FragmentLayout& l = cx.layouts.fragment(anchor);
-  if (l.kind != FragmentLayout::Kind::wgmma_acc && l.kind != FragmentLayout::Kind::mma_acc)
-    return {};
+  if (!l.adjacent_column_pairs()) return {};
   if (!writes_global(body)) return {};
   const std::string where =
       "parallel loop over '" + anchor->name + "'" + (loc.known() ? " at " + loc.str() : "");
   std::map<uint64_t, Expr> lets;
   ElementWrite w;
-  std::string why = regs % 2 ? "an odd number of registers a thread" : match(body, lets, w);
+  std::string why = match(body, lets, w);
   if (why.empty()) why = no_paired_form(cx, w);
   // Stores pair only on request. Measured on the H100 (2026-12-05), pairing took a grouped GEMM
   // lesson from 306 to 411 TFLOP/s, but cost an operator whose tiles are mostly empty rows 2 %
-  // at run time and 15-40 % of its cold compile (the per-pair branches). Atomics always pair:
+  // at run time and 15-42 % of its cold compile (the per-pair branches). Atomics always pair:
   // a paired reduction halves the epilogue's atomic traffic.
   auto asked = cx.k.attrs.find("paired_stores");
   if (why.empty() && !w.atomic && (asked == cx.k.attrs.end() || asked->second != "1"))
@@ -167,7 +164,7 @@ ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const V
   ir::Stmt writes = ir::Let::make(
       ok, both,
       seq({if_then(ok, paired), if_then(!ok, element(w, at0)), if_then(!ok, element(w, at1))}));
-  return unrolled_for(q, regs / 2, any.defined() ? if_then(any, writes) : writes);
+  return unrolled_for(q, l.regs_per_thread() / 2, any.defined() ? if_then(any, writes) : writes);
 }
 
 } // namespace tp::passes

@@ -7,16 +7,16 @@
 
 namespace tp::passes {
 
-/// `body` is the lowered body of a parallel loop anchored on `anchor`, run for register `r` of
-/// `regs`. When the anchor is an accumulator whose registers 2q and 2q+1 hold adjacent columns
-/// of a row, and the body is lets and guards around one write of an f32 value into a global
-/// tensor (a store into bf16, f16 or f32; an atomic_add into f32, on sm_90a), returns the loop
-/// over register pairs: one paired write where both elements are in bounds and adjacent, the
-/// two element writes (each under its own guard) otherwise. Returns an undefined Stmt when the
-/// loop is not of that form.
-/// `loc` names the loop in the note it adds to cx.write_notes when the loop writes global
-/// memory: what was paired, or why nothing was.
-ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r, int64_t regs,
+/// `body` is the lowered body of a parallel loop anchored on `anchor`, run for each register `r`
+/// of the anchor's layout. When the anchor is an accumulator whose registers 2q and 2q+1 hold
+/// adjacent columns of a row (FragmentLayout::adjacent_column_pairs), and the body is lets and
+/// guards around one write of an f32 value into a global tensor (an atomic_add into f32 on
+/// sm_90a; a store into bf16, f16 or f32 where the kernel asks, annotate("paired_stores", "1")),
+/// returns the loop over register pairs: one paired write where both elements are in bounds,
+/// adjacent and aligned, the two element writes (each under its own guard) otherwise. Returns
+/// an undefined Stmt when the loop is not of that form. `loc` names the loop in the note it
+/// adds to cx.write_notes when the loop writes global memory: what was paired, or why not.
+ir::Stmt pair_element_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r,
                              const ir::Stmt& body, const SourceLoc& loc);
 
 } // namespace tp::passes

@@ -192,6 +192,28 @@ inline DiffCase atomic_add_edge_tile() {
   return c;
 }
 
+/// acc = A[row0 : row0 + 64, k0 : k0 + bk] B[k0 : k0 + bk, col0 : col0 + 64], a 64 x 64 f32
+/// accumulator (one warpgroup's wgmma on sm_90a), for the cases that write one out.
+inline Tile accumulator_block(const Tensor& A, const Tensor& B, Expr row0, Expr k0, Expr col0,
+                              int64_t bk) {
+  Tile As = alloc_shared({64, bk}, bf16);
+  Tile Bs = alloc_shared({bk, 64}, bf16);
+  Tile acc = alloc_fragment({64, 64}, f32);
+  clear(acc);
+  copy(A.tile(row0, k0), As);
+  copy(B.tile(k0, col0), Bs);
+  gemm(As, Bs, acc);
+  return acc;
+}
+
+/// a[2] = a[0] a[1], or a[2] += a[0] a[1] when `accumulate`.
+inline void expect_product(std::vector<HostTensor>& a, bool accumulate) {
+  int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      a[2].set(i * N + j, (accumulate ? a[2].get(i * N + j) : 0.0) + dot(a[0], a[1], i, j));
+}
+
 /// (b') Tile atomic_add of a gemm accumulator, two K splits adding into C: on sm_90a adjacent
 /// columns go out as one paired reduction where both are in bounds and the pair's address is
 /// 8-byte aligned, element by element elsewhere. N = 45 (odd) makes every other row's pairs
@@ -204,30 +226,19 @@ inline DiffCase atomic_add_accumulator_pairs() {
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
   c.kernel = kernel("atomic_pairs", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64), 2),
                     threads(128), [&](Var bx, Var by, Var z) {
-                      Tile As = alloc_shared({64, 32}, bf16);
-                      Tile Bs = alloc_shared({32, 64}, bf16);
-                      Tile acc = alloc_fragment({64, 64}, f32);
-                      clear(acc);
-                      copy(A.tile(by * 64, z * 32), As);
-                      copy(B.tile(z * 32, bx * 64), Bs);
-                      gemm(As, Bs, acc);
+                      Tile acc = accumulator_block(A, B, by * 64, z * 32, bx * 64, 32);
                       atomic_add(C.tile(by * 64, bx * 64), acc);
                     });
   c.args = {ints(bf16, {75, 64}, 16), ints(bf16, {64, 45}, 17), ints(f32, {75, 45}, 18)};
   c.outputs = {2};
-  c.expect = [](std::vector<HostTensor>& a) {
-    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j)
-        a[2].set(i * N + j, a[2].get(i * N + j) + dot(a[0], a[1], i, j));
-  };
+  c.expect = [](std::vector<HostTensor>& a) { expect_product(a, true); };
   return c;
 }
 
 /// (b'') A gemm accumulator stored element by element under a guard (a grouped GEMM's
-/// epilogue): adjacent columns go out as one 2-element store where both are in bounds and the
-/// pair is aligned, element by element elsewhere. N = 45 as in (b'), into bf16 (small integer
-/// sums, exact).
+/// epilogue), in a kernel that asks for paired stores: adjacent columns go out as one 2-element
+/// store where both are in bounds and the pair is aligned, element by element elsewhere. N = 45
+/// as in (b'), into bf16 (small integer sums, exact).
 inline DiffCase store_accumulator_pairs() {
   DiffCase c;
   c.name = "AccumulatorStoresPairAdjacentColumns";
@@ -235,13 +246,7 @@ inline DiffCase store_accumulator_pairs() {
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
   c.kernel = kernel("store_pairs", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
                     [&](Var bx, Var by) {
-                      Tile As = alloc_shared({64, 64}, bf16);
-                      Tile Bs = alloc_shared({64, 64}, bf16);
-                      Tile acc = alloc_fragment({64, 64}, f32);
-                      clear(acc);
-                      copy(A.tile(by * 64, 0), As);
-                      copy(B.tile(0, bx * 64), Bs);
-                      gemm(As, Bs, acc);
+                      Tile acc = accumulator_block(A, B, by * 64, 0, bx * 64, 64);
                       annotate("paired_stores", "1");
                       parallel({64, 64}, [&](Var i, Var j) {
                         Expr row = by * 64 + i, col = bx * 64 + j;
@@ -250,12 +255,7 @@ inline DiffCase store_accumulator_pairs() {
                     });
   c.args = {ints(bf16, {75, 64}, 19), ints(bf16, {64, 45}, 20), sentinel(bf16, {75, 45})};
   c.outputs = {2};
-  c.expect = [](std::vector<HostTensor>& a) {
-    int64_t M = a[2].shape()[0], N = a[2].shape()[1];
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j)
-        a[2].set(i * N + j, dot(a[0], a[1], i, j));
-  };
+  c.expect = [](std::vector<HostTensor>& a) { expect_product(a, false); };
   return c;
 }
 

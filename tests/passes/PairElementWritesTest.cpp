@@ -7,6 +7,7 @@
 
 #include <tilepilot/tilepilot.h>
 
+#include "AccumulatorTile.h"
 #include "LoweredBody.h"
 #include "ir/IRVisitor.h"
 
@@ -63,14 +64,7 @@ Kernel splitk(Form form, DType out = f32) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, out);
   auto body = [&](Var bx, Var by) {
-    Tile as = alloc_shared({64, 64}, bf16), bs = alloc_shared({64, 64}, bf16);
-    Tile acc = alloc_fragment({64, 64}, f32);
-    clear(acc);
-    serial(ceildiv(K, 64), [&](Var k) {
-      copy(A.tile(by * 64, k * 64), as);
-      copy(B.tile(k * 64, bx * 64), bs);
-      gemm(as, bs, acc);
-    });
+    Tile acc = tp::testing::accumulator_64(A, B, by * 64, bx * 64, K);
     if (form == Form::tile) {
       atomic_add(C.tile(by * 64, bx * 64), acc);
       return;

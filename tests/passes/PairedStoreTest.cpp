@@ -8,6 +8,7 @@
 
 #include <tilepilot/tilepilot.h>
 
+#include "AccumulatorTile.h"
 #include "LoweredBody.h"
 #include "compile/Lower.h"
 #include "ir/IRVisitor.h"
@@ -49,14 +50,7 @@ Kernel gemm(DType out, bool shifted = false, bool strided_c = false) {
   Tensor C = strided_c ? Tensor("C", {M, N}, out, strided) : Tensor("C", {M, N}, out);
   Scalar shift("shift", i32);
   auto body = [&](Var bx, Var by) {
-    Tile as = alloc_shared({64, 64}, bf16), bs = alloc_shared({64, 64}, bf16);
-    Tile acc = alloc_fragment({64, 64}, f32);
-    clear(acc);
-    serial(ceildiv(K, 64), [&](Var k) {
-      copy(A.tile(by * 64, k * 64), as);
-      copy(B.tile(k * 64, bx * 64), bs);
-      gemm(as, bs, acc);
-    });
+    Tile acc = tp::testing::accumulator_64(A, B, by * 64, bx * 64, K);
     copy(acc, C.tile(by * 64, bx * 64 + (shifted ? Expr(shift) : Expr(0))));
   };
   Params params = shifted ? Params{A, B, C, shift} : Params{A, B, C};

@@ -46,7 +46,7 @@ TP_DEVICE void mbarrier_expect_tx(uint32_t bar, uint32_t tx_bytes) {
 /// semantics (release at CTA scope) are enough for the one use, a consumer freeing a stage whose
 /// async-proxy reads wgmma.wait_group has already completed. `.release.cluster` made ptxas put a
 /// MEMBAR.ALL.GPU and an ERRBAR before every arrival, and the 2-CTA cluster GEMM ran 2.2x slower
-/// than without clusters (H100, 2026-12-05; 1.03x slower with this form).
+/// than without clusters (H100, 2026-12-05; 1.03-1.04x with this form).
 TP_DEVICE void mbarrier_arrive_cluster(uint32_t remote) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
