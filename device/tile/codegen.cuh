@@ -359,7 +359,8 @@ TP_DEVICE void ld_take(D* regs, const int* raw, const S*) {
 /// tensor never crosses a page, but a sanitizer counts every byte past the allocation's end.
 template <int N, typename D, typename S>
 TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
-  int raw[kRawWords<N * static_cast<int>(sizeof(S))>];
+  constexpr int kBytes = N * static_cast<int>(sizeof(S));
+  int raw[kRawWords<kBytes>];
   ld_issue<N>(raw, g, slack);
   ld_take<N>(regs, raw, g);
 }

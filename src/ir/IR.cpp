@@ -11,7 +11,9 @@ namespace {
 std::atomic<uint64_t> next_uid{1};
 } // namespace
 
-uint64_t fresh_uid() { return next_uid.fetch_add(1); }
+uint64_t fresh_uid() {
+  return next_uid.fetch_add(1);
+}
 
 const char* node_kind_name(NodeKind k) {
   switch (k) {
@@ -26,10 +28,14 @@ const char* node_kind_name(NodeKind k) {
 
 const char* scope_name(Scope s) {
   switch (s) {
-  case Scope::global: return "global";
-  case Scope::shared: return "shared";
-  case Scope::fragment: return "fragment";
-  case Scope::local: return "local";
+  case Scope::global:
+    return "global";
+  case Scope::shared:
+    return "shared";
+  case Scope::fragment:
+    return "fragment";
+  case Scope::local:
+    return "local";
   }
   return "?";
 }
@@ -46,7 +52,8 @@ std::vector<int64_t> BufferNode::const_shape() const {
 
 int64_t BufferNode::const_elements() const {
   int64_t n = 1;
-  for (int64_t e : const_shape()) n *= e;
+  for (int64_t e : const_shape())
+    n *= e;
   return n;
 }
 
@@ -72,7 +79,8 @@ std::vector<int64_t> Region::squeezed() const {
 
 int64_t Region::elements() const {
   int64_t n = 1;
-  for (int64_t e : extent) n *= e;
+  for (int64_t e : extent)
+    n *= e;
   return n;
 }
 
@@ -93,8 +101,12 @@ bool is_whole(const Region& r) {
 
 // ---------------------------------------------------------------------------------------------
 
-Expr IntImm::make(int64_t v) { return Expr(std::make_shared<IntImm>(v)); }
-Expr FloatImm::make(double v, DType t) { return Expr(std::make_shared<FloatImm>(v, t)); }
+Expr IntImm::make(int64_t v) {
+  return Expr(std::make_shared<IntImm>(v));
+}
+Expr FloatImm::make(double v, DType t) {
+  return Expr(std::make_shared<FloatImm>(v, t));
+}
 Var Variable::make(const std::string& name, DType t) {
   return Var(std::make_shared<Variable>(name, fresh_uid(), t));
 }
@@ -107,25 +119,44 @@ DType compute_type(DType t) {
 
 const char* binop_name(BinOp op) {
   switch (op) {
-  case BinOp::add: return "+";
-  case BinOp::sub: return "-";
-  case BinOp::mul: return "*";
-  case BinOp::div: return "/";
-  case BinOp::mod: return "%";
-  case BinOp::min: return "min";
-  case BinOp::max: return "max";
-  case BinOp::bit_and: return "&";
-  case BinOp::bit_xor: return "^";
-  case BinOp::shl: return "<<";
-  case BinOp::shr: return ">>";
-  case BinOp::eq: return "==";
-  case BinOp::ne: return "!=";
-  case BinOp::lt: return "<";
-  case BinOp::le: return "<=";
-  case BinOp::gt: return ">";
-  case BinOp::ge: return ">=";
-  case BinOp::land: return "&&";
-  case BinOp::lor: return "||";
+  case BinOp::add:
+    return "+";
+  case BinOp::sub:
+    return "-";
+  case BinOp::mul:
+    return "*";
+  case BinOp::div:
+    return "/";
+  case BinOp::mod:
+    return "%";
+  case BinOp::min:
+    return "min";
+  case BinOp::max:
+    return "max";
+  case BinOp::bit_and:
+    return "&";
+  case BinOp::bit_xor:
+    return "^";
+  case BinOp::shl:
+    return "<<";
+  case BinOp::shr:
+    return ">>";
+  case BinOp::eq:
+    return "==";
+  case BinOp::ne:
+    return "!=";
+  case BinOp::lt:
+    return "<";
+  case BinOp::le:
+    return "<=";
+  case BinOp::gt:
+    return ">";
+  case BinOp::ge:
+    return ">=";
+  case BinOp::land:
+    return "&&";
+  case BinOp::lor:
+    return "||";
   case BinOp::bit_or:
     return "|";
   }
@@ -142,7 +173,9 @@ bool binop_is_bitwise(BinOp op) {
 
 namespace {
 
-bool is_float_t(DType t) { return is_float(t); }
+bool is_float_t(DType t) {
+  return is_float(t);
+}
 
 } // namespace
 
@@ -174,27 +207,42 @@ namespace {
 
 int64_t fold_int(BinOp op, int64_t a, int64_t b) {
   switch (op) {
-  case BinOp::add: return a + b;
-  case BinOp::sub: return a - b;
-  case BinOp::mul: return a * b;
-  case BinOp::div: return a / b;
-  case BinOp::mod: return a % b;
-  case BinOp::min: return std::min(a, b);
-  case BinOp::max: return std::max(a, b);
+  case BinOp::add:
+    return a + b;
+  case BinOp::sub:
+    return a - b;
+  case BinOp::mul:
+    return a * b;
+  case BinOp::div:
+    return a / b;
+  case BinOp::mod:
+    return a % b;
+  case BinOp::min:
+    return std::min(a, b);
+  case BinOp::max:
+    return std::max(a, b);
   case BinOp::bit_and:
   case BinOp::bit_xor:
   case BinOp::bit_or:
   case BinOp::shl:
   case BinOp::shr:
     return bit_op32(op, a, b);
-  case BinOp::eq: return a == b;
-  case BinOp::ne: return a != b;
-  case BinOp::lt: return a < b;
-  case BinOp::le: return a <= b;
-  case BinOp::gt: return a > b;
-  case BinOp::ge: return a >= b;
-  case BinOp::land: return a && b;
-  case BinOp::lor: return a || b;
+  case BinOp::eq:
+    return a == b;
+  case BinOp::ne:
+    return a != b;
+  case BinOp::lt:
+    return a < b;
+  case BinOp::le:
+    return a <= b;
+  case BinOp::gt:
+    return a > b;
+  case BinOp::ge:
+    return a >= b;
+  case BinOp::land:
+    return a && b;
+  case BinOp::lor:
+    return a || b;
   }
   return 0;
 }
@@ -217,7 +265,8 @@ Expr Binary::make(BinOp op, Expr a, Expr b) {
   const int64_t* ib = b.as_int();
   if (ia && ib && !((op == BinOp::div || op == BinOp::mod) && *ib == 0)) {
     int64_t v = fold_int(op, *ia, *ib);
-    return t == DType::boolean ? Expr(std::make_shared<IntImm>(v, DType::boolean)) : IntImm::make(v);
+    return t == DType::boolean ? Expr(std::make_shared<IntImm>(v, DType::boolean))
+                               : IntImm::make(v);
   }
   // Identities that keep index arithmetic readable; never change a float result's rounding.
   if (!fl && !binop_is_compare(op)) {
@@ -241,15 +290,24 @@ Expr Binary::make(BinOp op, Expr a, Expr b) {
 
 const char* callop_name(CallOp op) {
   switch (op) {
-  case CallOp::neg: return "neg";
-  case CallOp::lnot: return "not";
-  case CallOp::abs: return "abs";
-  case CallOp::exp: return "exp";
-  case CallOp::exp2: return "exp2";
-  case CallOp::log: return "log";
-  case CallOp::log2: return "log2";
-  case CallOp::sqrt: return "sqrt";
-  case CallOp::rsqrt: return "rsqrt";
+  case CallOp::neg:
+    return "neg";
+  case CallOp::lnot:
+    return "not";
+  case CallOp::abs:
+    return "abs";
+  case CallOp::exp:
+    return "exp";
+  case CallOp::exp2:
+    return "exp2";
+  case CallOp::log:
+    return "log";
+  case CallOp::log2:
+    return "log2";
+  case CallOp::sqrt:
+    return "sqrt";
+  case CallOp::rsqrt:
+    return "rsqrt";
   case CallOp::bit_not:
     return "~";
   case CallOp::tanh:
@@ -278,8 +336,12 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     if (const int64_t* v = args[0].as_int()) return IntImm::make(-*v);
     if (const auto* f = as<FloatImm>(args[0])) return FloatImm::make(-f->value, f->dtype);
     [[fallthrough]];
-  case CallOp::abs: t = is_float(t0) ? DType::f32 : DType::i32; break;
-  case CallOp::lnot: t = DType::boolean; break;
+  case CallOp::abs:
+    t = is_float(t0) ? DType::f32 : DType::i32;
+    break;
+  case CallOp::lnot:
+    t = DType::boolean;
+    break;
   case CallOp::f32_to_bits:
     t = DType::i32;
     break;
@@ -287,7 +349,9 @@ Expr Call::make(CallOp op, std::vector<Expr> args) {
     if (const int64_t* v = args[0].as_int()) return IntImm::make(~*v);
     t = DType::i32;
     break;
-  default: t = DType::f32; break;
+  default:
+    t = DType::f32;
+    break;
   }
   return Expr(std::make_shared<Call>(op, std::move(args), t));
 }
@@ -309,10 +373,10 @@ Expr Load::make(Buffer b, std::vector<Expr> indices) {
   return Expr(std::make_shared<Load>(std::move(b), std::move(indices), t));
 }
 
-Expr Intrinsic::make(std::string name, std::vector<Expr> args, DType t,
-                     std::vector<Buffer> buffers, bool pure) {
-  return Expr(std::make_shared<Intrinsic>(std::move(name), std::move(args), std::move(buffers), t,
-                                          pure));
+Expr Intrinsic::make(std::string name, std::vector<Expr> args, DType t, std::vector<Buffer> buffers,
+                     bool pure) {
+  return Expr(
+      std::make_shared<Intrinsic>(std::move(name), std::move(args), std::move(buffers), t, pure));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,9 +386,12 @@ Stmt Seq::make(std::vector<Stmt> stmts, SourceLoc loc) {
 }
 const char* for_kind_name(ForKind k) {
   switch (k) {
-  case ForKind::serial: return "serial";
-  case ForKind::unrolled: return "unrolled";
-  case ForKind::pipelined: return "pipelined";
+  case ForKind::serial:
+    return "serial";
+  case ForKind::unrolled:
+    return "unrolled";
+  case ForKind::pipelined:
+    return "pipelined";
   }
   return "?";
 }
@@ -344,8 +411,7 @@ Stmt For::make(Var v, Expr min, Expr extent, ForKind k, LoopSchedule schedule, S
   return std::make_shared<For>(std::move(v), std::move(min), std::move(extent), k, schedule,
                                std::move(body), std::move(loc));
 }
-Stmt Parallel::make(std::vector<Var> vars, std::vector<int64_t> extents, Stmt body,
-                    SourceLoc loc) {
+Stmt Parallel::make(std::vector<Var> vars, std::vector<int64_t> extents, Stmt body, SourceLoc loc) {
   return std::make_shared<Parallel>(std::move(vars), std::move(extents), std::move(body),
                                     std::move(loc));
 }
@@ -372,10 +438,14 @@ Stmt Fill::make(Region dst, Expr value, SourceLoc loc) {
 }
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-  case ReduceOp::max: return "max";
-  case ReduceOp::min: return "min";
-  case ReduceOp::sum: return "sum";
-  case ReduceOp::absmax: return "absmax";
+  case ReduceOp::max:
+    return "max";
+  case ReduceOp::min:
+    return "min";
+  case ReduceOp::sum:
+    return "sum";
+  case ReduceOp::absmax:
+    return "absmax";
   }
   return "?";
 }
@@ -418,8 +488,12 @@ bool KernelNode::has_strided() const {
 // The public Expr handle's members.
 namespace tp {
 
-Expr Expr::make_int(int64_t v) { return ir::IntImm::make(v); }
-Expr Expr::make_float(double v) { return ir::FloatImm::make(v); }
+Expr Expr::make_int(int64_t v) {
+  return ir::IntImm::make(v);
+}
+Expr Expr::make_float(double v) {
+  return ir::FloatImm::make(v);
+}
 DType Expr::dtype() const {
   internal_assert(defined()) << "dtype of an undefined expression";
   return node_->dtype;
@@ -429,6 +503,8 @@ const int64_t* Expr::as_int() const {
   return nullptr;
 }
 Var::Var(const std::string& name, DType t) : Var(ir::Variable::make(name, t)) {}
-const std::string& Var::name() const { return ir::as<ir::Variable>(*this)->name; }
+const std::string& Var::name() const {
+  return ir::as<ir::Variable>(*this)->name;
+}
 
 } // namespace tp

@@ -724,7 +724,7 @@ inline DiffCase gemm_rows_across_warps() {
                     });
   const int64_t rows = 100, keys = 128;
   c.args = {ints(bf16, {rows, 32}, 31), ints(bf16, {keys, 32}, 32), ints(bf16, {keys, 64}, 33),
-            sentinel(f32, {rows, 64}), sentinel(f32, {rows}), sentinel(f32, {rows})};
+            sentinel(f32, {rows, 64}),  sentinel(f32, {rows}),      sentinel(f32, {rows})};
   c.outputs = {3, 4, 5};
   c.expect = [](std::vector<HostTensor>& a) {
     const int64_t R = a[3].shape()[0], Nk = a[1].shape()[0];
@@ -763,26 +763,27 @@ inline DiffCase one_warp_mma(const std::string& name, int64_t K, int stages, boo
   Dim M("M"), Kd("K"), N("N");
   Tensor A("A", {M, Kd}, bf16), C("C", {M, N}, f32);
   Tensor B = trans_b ? Tensor("B", {N, Kd}, bf16) : Tensor("B", {Kd, N}, bf16);
-  c.kernel = kernel("one_warp_" + name, {A, B, C}, grid(ceildiv(N, 8), ceildiv(M, 128)),
-                    threads(32), [&](Var bx, Var by) {
-                      Tile acc = alloc_fragment({128, 8}, f32);
-                      fill(acc, 0.0);
-                      auto step = [&](Var ko) {
-                        Tile As = alloc_shared({128, 32}, bf16);
-                        Tile Bs = trans_b ? alloc_shared({8, 32}, bf16) : alloc_shared({32, 8}, bf16);
-                        copy(A.tile(by * 128, ko * 32), As);
-                        if (trans_b)
-                          copy(B.tile(bx * 8, ko * 32), Bs);
-                        else
-                          copy(B.tile(ko * 32, bx * 8), Bs);
-                        gemm(As, Bs, acc, {.trans_b = trans_b});
-                      };
-                      if (stages > 1)
-                        pipelined(ceildiv(Kd, 32), stages, step);
-                      else
-                        serial(ceildiv(Kd, 32), step);
-                      copy(acc, C.tile(by * 128, bx * 8));
-                    });
+  c.kernel =
+      kernel("one_warp_" + name, {A, B, C}, grid(ceildiv(N, 8), ceildiv(M, 128)), threads(32),
+             [&](Var bx, Var by) {
+               Tile acc = alloc_fragment({128, 8}, f32);
+               fill(acc, 0.0);
+               auto step = [&](Var ko) {
+                 Tile As = alloc_shared({128, 32}, bf16);
+                 Tile Bs = trans_b ? alloc_shared({8, 32}, bf16) : alloc_shared({32, 8}, bf16);
+                 copy(A.tile(by * 128, ko * 32), As);
+                 if (trans_b)
+                   copy(B.tile(bx * 8, ko * 32), Bs);
+                 else
+                   copy(B.tile(ko * 32, bx * 8), Bs);
+                 gemm(As, Bs, acc, {.trans_b = trans_b});
+               };
+               if (stages > 1)
+                 pipelined(ceildiv(Kd, 32), stages, step);
+               else
+                 serial(ceildiv(Kd, 32), step);
+               copy(acc, C.tile(by * 128, bx * 8));
+             });
   const int64_t Mv = 100, Nv = 16;
   c.args = {ints(bf16, {Mv, K}, 41), trans_b ? ints(bf16, {Nv, K}, 42) : ints(bf16, {K, Nv}, 42),
             sentinel(f32, {Mv, Nv})};

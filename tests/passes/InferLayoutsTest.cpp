@@ -332,23 +332,23 @@ TEST(InferLayouts, SixtyFourRowsOverTwoWarpgroupsTakeMma) {
   Dim M("M"), Nk("Nk");
   Tensor A("A", {M, 64}, bf16), B("B", {Nk, 64}, bf16), V("V", {Nk, 64}, bf16);
   Tensor O("O", {M, 64}, f32), Mx("Mx", {M}, f32);
-  Kernel k = kernel("decode_like", {A, B, V, O, Mx}, grid(ceildiv(M, 64)), threads(256),
-                    [&](Var by) {
-                      Tile As = alloc_shared({64, 64}, bf16), Bs = alloc_shared({64, 64}, bf16);
-                      Tile Vs = alloc_shared({64, 64}, bf16);
-                      Tile s = alloc_fragment({64, 64}, f32), p = alloc_fragment({64, 64}, bf16);
-                      Tile o = alloc_fragment({64, 64}, f32), m = alloc_fragment({64}, f32);
-                      copy(A.tile(by * 64, 0), As);
-                      copy(B.tile(0, 0), Bs);
-                      copy(V.tile(0, 0), Vs);
-                      clear(o);
-                      gemm(As, Bs, s, {.trans_b = true, .clear = true});
-                      reduce_max(s, m, 1);
-                      parallel({64, 64}, [&](Var i, Var j) { p(i, j) = s(i, j) - m(i); });
-                      gemm(p, Vs, o);
-                      copy(o, O.tile(by * 64, 0));
-                      copy(m, Mx.tile(by * 64));
-                    });
+  Kernel k =
+      kernel("decode_like", {A, B, V, O, Mx}, grid(ceildiv(M, 64)), threads(256), [&](Var by) {
+        Tile As = alloc_shared({64, 64}, bf16), Bs = alloc_shared({64, 64}, bf16);
+        Tile Vs = alloc_shared({64, 64}, bf16);
+        Tile s = alloc_fragment({64, 64}, f32), p = alloc_fragment({64, 64}, bf16);
+        Tile o = alloc_fragment({64, 64}, f32), m = alloc_fragment({64}, f32);
+        copy(A.tile(by * 64, 0), As);
+        copy(B.tile(0, 0), Bs);
+        copy(V.tile(0, 0), Vs);
+        clear(o);
+        gemm(As, Bs, s, {.trans_b = true, .clear = true});
+        reduce_max(s, m, 1);
+        parallel({64, 64}, [&](Var i, Var j) { p(i, j) = s(i, j) - m(i); });
+        gemm(p, Vs, o);
+        copy(o, O.tile(by * 64, 0));
+        copy(m, Mx.tile(by * 64));
+      });
   passes::LayoutInfo l = passes::infer_layouts(k.node(), sm90());
   for (const auto& [g, kind] : l.gemms)
     EXPECT_EQ(kind, passes::GemmKind::mma) << g->loc.str();

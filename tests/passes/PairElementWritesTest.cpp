@@ -16,10 +16,10 @@ using namespace tp;
 namespace {
 
 struct Writes {
-  int paired = 0;         // tp::cg::atomic_add2 calls
-  int element = 0;        // tp.atomic_add calls
-  int paired_stores = 0;  // tp::cg::store2 calls
-  int element_stores = 0; // element stores into C
+  int paired = 0;                 // tp::cg::atomic_add2 calls
+  int element = 0;                // tp.atomic_add calls
+  int paired_stores = 0;          // tp::cg::store2 calls
+  int element_stores = 0;         // element stores into C
   std::vector<std::string> notes; // what `show --stage lowered` says of each loop
 };
 
@@ -32,17 +32,17 @@ bool has(const std::vector<std::string>& notes, const std::string& part) {
 Writes lower(const Kernel& kernel, const std::string& arch = "sm_90a") {
   Writes out;
   const ir::Buffer& c = kernel.node().params.at(2);
-  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse(arch), nullptr,
-                                              &out.notes),
-                    [&](const ir::Stmt& st) {
-                      if (const auto* e = ir::as<ir::Evaluate>(st))
-                        if (const auto* call = ir::as<ir::Intrinsic>(e->value))
-                          out.paired += call->name == "tp::cg::atomic_add2_aligned",
-                              out.element += call->name == "tp.atomic_add",
-                              out.paired_stores += call->name == "tp::cg::store2_aligned";
-                      if (const auto* store = ir::as<ir::Store>(st))
-                        out.element_stores += store->buffer->uid == c->uid;
-                    });
+  ir::for_each_stmt(
+      tp::testing::lowered_body(kernel, passes::Target::parse(arch), nullptr, &out.notes),
+      [&](const ir::Stmt& st) {
+        if (const auto* e = ir::as<ir::Evaluate>(st))
+          if (const auto* call = ir::as<ir::Intrinsic>(e->value))
+            out.paired += call->name == "tp::cg::atomic_add2_aligned",
+                out.element += call->name == "tp.atomic_add",
+                out.paired_stores += call->name == "tp::cg::store2_aligned";
+        if (const auto* store = ir::as<ir::Store>(st))
+          out.element_stores += store->buffer->uid == c->uid;
+      });
   return out;
 }
 

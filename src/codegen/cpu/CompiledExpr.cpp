@@ -61,7 +61,9 @@ namespace {
 using ir::BinOp;
 using ir::CallOp;
 
-double rnd(DType t, double v) { return t == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v; }
+double rnd(DType t, double v) {
+  return t == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
+}
 
 class ConstE : public CExpr {
 public:
@@ -86,31 +88,44 @@ private:
 
 double binop(BinOp op, bool fl, double x, double y) {
   switch (op) {
-  case BinOp::add: return x + y;
-  case BinOp::sub: return x - y;
-  case BinOp::mul: return x * y;
+  case BinOp::add:
+    return x + y;
+  case BinOp::sub:
+    return x - y;
+  case BinOp::mul:
+    return x * y;
   case BinOp::div:
     if (fl) return x / y;
     return y == 0 ? 0 : std::trunc(x / y);
   case BinOp::mod:
     if (fl) return std::fmod(x, y);
     return y == 0 ? 0 : std::fmod(x, y);
-  case BinOp::min: return std::fmin(x, y);
-  case BinOp::max: return std::fmax(x, y);
+  case BinOp::min:
+    return std::fmin(x, y);
+  case BinOp::max:
+    return std::fmax(x, y);
   case BinOp::bit_and:
   case BinOp::bit_xor:
   case BinOp::bit_or:
   case BinOp::shl:
   case BinOp::shr:
     return static_cast<double>(ir::bit_op32(op, static_cast<int64_t>(x), static_cast<int64_t>(y)));
-  case BinOp::eq: return x == y;
-  case BinOp::ne: return x != y;
-  case BinOp::lt: return x < y;
-  case BinOp::le: return x <= y;
-  case BinOp::gt: return x > y;
-  case BinOp::ge: return x >= y;
-  case BinOp::land: return (x != 0) && (y != 0);
-  case BinOp::lor: return (x != 0) || (y != 0);
+  case BinOp::eq:
+    return x == y;
+  case BinOp::ne:
+    return x != y;
+  case BinOp::lt:
+    return x < y;
+  case BinOp::le:
+    return x <= y;
+  case BinOp::gt:
+    return x > y;
+  case BinOp::ge:
+    return x >= y;
+  case BinOp::land:
+    return (x != 0) && (y != 0);
+  case BinOp::lor:
+    return (x != 0) || (y != 0);
   }
   return 0;
 }
@@ -126,11 +141,14 @@ public:
     int n = u ? 1 : c.n;
     // The common cases get tight loops; the switch stays outside them.
     if (op_ == BinOp::add && fl_) {
-      for (int i = 0; i < n; ++i) o[i] = rnd(type, x.at(i) + y.at(i));
+      for (int i = 0; i < n; ++i)
+        o[i] = rnd(type, x.at(i) + y.at(i));
     } else if (op_ == BinOp::mul && fl_) {
-      for (int i = 0; i < n; ++i) o[i] = rnd(type, x.at(i) * y.at(i));
+      for (int i = 0; i < n; ++i)
+        o[i] = rnd(type, x.at(i) * y.at(i));
     } else {
-      for (int i = 0; i < n; ++i) o[i] = rnd(type, binop(op_, fl_, x.at(i), y.at(i)));
+      for (int i = 0; i < n; ++i)
+        o[i] = rnd(type, binop(op_, fl_, x.at(i), y.at(i)));
     }
     return {o, u};
   }
@@ -143,15 +161,24 @@ private:
 
 double callop(CallOp op, double x, double y) {
   switch (op) {
-  case CallOp::neg: return -x;
-  case CallOp::lnot: return x == 0;
-  case CallOp::abs: return std::fabs(x);
-  case CallOp::exp: return std::exp(x);
-  case CallOp::exp2: return std::exp2(x);
-  case CallOp::log: return std::log(x);
-  case CallOp::log2: return std::log2(x);
-  case CallOp::sqrt: return std::sqrt(x);
-  case CallOp::rsqrt: return 1.0 / std::sqrt(x);
+  case CallOp::neg:
+    return -x;
+  case CallOp::lnot:
+    return x == 0;
+  case CallOp::abs:
+    return std::fabs(x);
+  case CallOp::exp:
+    return std::exp(x);
+  case CallOp::exp2:
+    return std::exp2(x);
+  case CallOp::log:
+    return std::log(x);
+  case CallOp::log2:
+    return std::log2(x);
+  case CallOp::sqrt:
+    return std::sqrt(x);
+  case CallOp::rsqrt:
+    return 1.0 / std::sqrt(x);
   case CallOp::bit_not:
     return static_cast<double>(~static_cast<int32_t>(static_cast<int64_t>(x)));
   case CallOp::tanh:
@@ -264,7 +291,8 @@ public:
     Val x = a_->eval(c);
     double* o = out(c, x.uniform);
     int n = x.uniform ? 1 : c.n;
-    for (int i = 0; i < n; ++i) o[i] = round_to(type, x.at(i));
+    for (int i = 0; i < n; ++i)
+      o[i] = round_to(type, x.at(i));
     return {o, x.uniform};
   }
 
@@ -313,11 +341,13 @@ public:
 private:
   [[noreturn]] void fail(const Storage& s, const int64_t* idx) {
     std::ostringstream os;
-    for (size_t d = 0; d < s.shape.size(); ++d) os << (d ? ", " : "") << idx[d];
+    for (size_t d = 0; d < s.shape.size(); ++d)
+      os << (d ? ", " : "") << idx[d];
     std::ostringstream sh;
-    for (size_t d = 0; d < s.shape.size(); ++d) sh << (d ? ", " : "") << s.shape[d];
-    user_error(loc_) << "out-of-bounds read of '" << s.name << "' at [" << os.str()
-                     << "] (shape [" << sh.str()
+    for (size_t d = 0; d < s.shape.size(); ++d)
+      sh << (d ? ", " : "") << s.shape[d];
+    user_error(loc_) << "out-of-bounds read of '" << s.name << "' at [" << os.str() << "] (shape ["
+                     << sh.str()
                      << "]); element accesses must be in bounds: guard them with if_then";
     std::abort();
   }
@@ -339,7 +369,8 @@ std::unique_ptr<CExpr> compile_expr(const Expr& e, Layout& lay, const SourceLoc&
     r = std::make_unique<VarE>(lay.var(v->uid));
   } else if (const auto* b = ir::as<ir::Binary>(e)) {
     bool fl = is_float(ir::compute_type(b->a.dtype())) || is_float(ir::compute_type(b->b.dtype()));
-    r = std::make_unique<BinE>(b->op, fl, compile_expr(b->a, lay, loc), compile_expr(b->b, lay, loc));
+    r = std::make_unique<BinE>(b->op, fl, compile_expr(b->a, lay, loc),
+                               compile_expr(b->b, lay, loc));
   } else if (const auto* c = ir::as<ir::Call>(e)) {
     r = std::make_unique<CallE>(c->op, compile_expr(c->args[0], lay, loc),
                                 c->args.size() > 1 ? compile_expr(c->args[1], lay, loc) : nullptr);
@@ -350,7 +381,8 @@ std::unique_ptr<CExpr> compile_expr(const Expr& e, Layout& lay, const SourceLoc&
     r = std::make_unique<CastE>(compile_expr(k->value, lay, loc));
   } else if (const auto* l = ir::as<ir::Load>(e)) {
     std::vector<std::unique_ptr<CExpr>> idx;
-    for (const Expr& x : l->indices) idx.push_back(compile_expr(x, lay, loc));
+    for (const Expr& x : l->indices)
+      idx.push_back(compile_expr(x, lay, loc));
     internal_assert(idx.size() <= static_cast<size_t>(ir::kMaxRank))
         << "a load of '" << l->buffer->name << "' with " << idx.size() << " indices";
     r = std::make_unique<LoadE>(lay.buffer(l->buffer), std::move(idx), loc);
