@@ -35,7 +35,7 @@ namespace tp::passes {
 struct FragmentLayout {
   enum class Kind { none, wgmma_acc, mma_acc, rows, blocked, cols };
   Kind kind = Kind::none;
-  int64_t M = 0, N = 0;         // accumulator shape (rows: M of the parent; N of the parent)
+  int64_t M = 0, N = 0;          // accumulator shape (rows: M of the parent; N of the parent)
   int warpgroups = 1, slabs = 1; // wgmma_acc: W and P (M = 64 * W * P)
   int warps_m = 1, warps_n = 1;  // mma_acc
   Kind parent = Kind::none;      // rows: the accumulator kind it was derived from
