@@ -213,16 +213,6 @@ TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   ld_issue<N>(raw, g, slack);
   ld_take<N>(regs, raw, g);
 }
-/// 16 bytes of a global row at g, not 16-byte aligned, into the 16-byte aligned shared s: loaded
-/// as the aligned blocks that hold them and shifted into place (ld_vec; `slack` as there). Two
-/// vector loads where load_bytes would take up to eight 2-byte ones.
-template <typename S>
-TP_DEVICE void copy16_realigned(void* s, const S* g, bool slack) {
-  constexpr int N = 16 / static_cast<int>(sizeof(S));
-  alignas(16) S t[N];
-  ld_vec<N>(t, g, slack);
-  *reinterpret_cast<Vec16*>(s) = *reinterpret_cast<const Vec16*>(t);
-}
 /// N adjacent elements of a shared-memory row into N registers, converted to the registers'
 /// type, in the widest accesses their size allows (16, 8 or 4 bytes): the caller guarantees the
 /// run starts aligned to min(its size, 16 bytes) and, past 16 bytes, lies in one linear row.

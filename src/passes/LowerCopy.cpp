@@ -282,9 +282,8 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
                             read(cx, src, onto(src, chunk_coords(ch, row, col + e), ch.shape()))));
 }
 
-/// 16-byte vector copy global -> shared. A chunk of a row that is not 16-byte aligned is read as
-/// the aligned blocks that hold it and shifted into place (tp::cg::copy16_realigned, ld_vec's
-/// loads); element by element only at the tensor's edge or where its rows are not contiguous.
+/// 16-byte vector copy global -> shared, with an element-wise fallback for vectors at the
+/// tensor's edge or when the tensor's rows are not 16-byte aligned.
 ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
                      const ir::Region& dst) {
   const Buffer& g = src.buffer;
@@ -295,16 +294,12 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
     std::vector<Expr> gidx = place(cx, src, onto(src, chunk_coords(ch, row, col), ch.shape()));
     std::vector<Expr> gidx_end = gidx;
     gidx_end.back() = gidx_end.back() + (ch.per - 1);
-    Expr inside = cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
-    Expr saddr = call_expr("tp.ptr", {cx.stage_base(dst.buffer) + sl.offset(row, col)}, DType::i32,
-                           {dst.buffer});
-    Expr gptr = call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g});
-    ir::Stmt fast = call("tp::cg::copy16", {saddr, gptr});
-    ir::Stmt shifted =
-        call("tp::cg::copy16_realigned", {saddr, gptr, read_slack(cx, src, gidx_end)});
-    return if_then(aligned && inside, fast,
-                   if_then(inside && cx.inner_contiguous(g), shifted,
-                           chunk_elements(cx, ch, src, dst, row, col)));
+    Expr full = aligned && cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
+    Expr saddr = cx.stage_base(dst.buffer) + sl.offset(row, col);
+    ir::Stmt fast =
+        call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
+                                call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
+    return if_then(full, fast, chunk_elements(cx, ch, src, dst, row, col));
   });
 }
 

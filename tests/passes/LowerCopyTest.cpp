@@ -110,20 +110,3 @@ TEST(LowerCopy, NarrowerRunsStoreAlone) {
   std::vector<std::string> calls = lowered_calls(add_one(32, 4));
   EXPECT_EQ(only(calls, "tp::cg::st_"), (std::vector<std::string>{"tp::cg::st_vec"}));
 }
-
-// A global -> shared copy outside a pipeline: 16-byte chunks of aligned rows in one copy16, of
-// unaligned rows as the aligned blocks holding them, shifted (copy16_realigned), decided per
-// chunk at run time; element by element stays only for the tensor's edge.
-TEST(LowerCopy, SharedChunksOfUnalignedRowsShiftIntoPlace) {
-  Dim M("M"), N("N");
-  Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
-  Kernel k = kernel("transpose", {A, B}, grid(ceildiv(N, 32), ceildiv(M, 32)), threads(128),
-                    [&](Var bx, Var by) {
-                      Tile s = alloc_shared({32, 32}, bf16), t = alloc_fragment({32, 32}, bf16);
-                      copy(A.tile(by * 32, bx * 32), s);
-                      parallel({32, 32}, [&](Var i, Var j) { t(i, j) = s(j, i); });
-                      copy(t, B.tile(bx * 32, by * 32));
-                    });
-  EXPECT_EQ(only(lowered_calls(k), "tp::cg::copy16"),
-            (std::vector<std::string>{"tp::cg::copy16", "tp::cg::copy16_realigned"}));
-}
