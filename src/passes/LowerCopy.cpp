@@ -103,13 +103,6 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
   return slack;
 }
 
-/// Whether a store of `vec`-element runs to global tensor g takes tp::cg::st_vec_lanes: 16-byte
-/// runs of 2- or 4-byte elements, which the warp realigns when the rows are not 16-byte aligned.
-bool lanes_store(const ir::Region& g, int vec) {
-  const int e = dtype_bytes(g.buffer->dtype);
-  return (e == 2 || e == 4) && vec * e == 16;
-}
-
 /// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
 /// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
 /// or elements by the address at run time) when the whole run is inside the tensor and its row
@@ -158,16 +151,6 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
       body = if_then(full, fast, unrolled_for(e, vec, one));
     } else {
       ir::Stmt one = write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
-      Expr mine = l.valid(cx.tid, r0);
-      if (Expr w = l.owner(cx.tid); w.defined()) mine = mine.defined() ? (mine && w) : w;
-      if (lanes_store(g, vec)) {
-        // Every lane reaches the warp-collective store; `mine && full` says which lanes write.
-        Expr active = mine.defined() ? (mine && full) : full;
-        Expr rest = mine.defined() ? (mine && !full) : !full;
-        return unrolled_for(q, runs,
-                            seq({call("tp::cg::st_vec_lanes<" + n + ">", {gptr, rptr, active}),
-                                 if_then(rest, unrolled_for(e, vec, one))}));
-      }
       body =
           if_then(full, call("tp::cg::st_vec<" + n + ">", {gptr, rptr}), unrolled_for(e, vec, one));
       if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
