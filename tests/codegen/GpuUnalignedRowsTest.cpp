@@ -1,0 +1,111 @@
+// Rows that are not 16-byte aligned, on the GPU, against the interpreter, bit for bit: the
+// vector paths of fragment copies (tp::cg::ld_issue / ld_take / st_vec, which pick the access
+// width from each run's address) and of global -> shared chunks (element by element where a
+// chunk is not aligned). Rows of every alignment class (0, 2, 4 and 8 bytes off), tiles one, two
+// and four rows wide per warp, edge tiles with runs past the tensor, f32 runs, and a transpose at
+// odd shapes. Values are distinct over 251 elements, so a run stored one or more places off
+// shows up. (Written for a lane-realigned store that measured slower and was withdrawn; see
+// docs/perf-log.md, 2026-12-05, fifth session. These paths must stay exact whatever replaces
+// them.)
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+#include "DifferentialCases.h"
+#include "codegen/cpu/Interpreter.h"
+#include "compile/CudaKernel.h"
+#include "ops/CudaCheck.h"
+#include "runtime/Driver.h"
+
+using namespace tp;
+using namespace tp::difftest;
+
+namespace {
+
+/// C = A * 2 + 1 through register fragments of bm x bn tiles at 128 threads.
+Kernel affine(DType dt, int64_t bm, int64_t bn) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, dt), C("C", {M, N}, dt);
+  return kernel("realigned_affine", {A, C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128),
+                [&](Var bx, Var by) {
+                  Tile a = alloc_fragment({bm, bn}, dt), c = alloc_fragment({bm, bn}, dt);
+                  copy(A.tile(by * bm, bx * bn), a);
+                  parallel({bm, bn}, [&](Var i, Var j) { c(i, j) = a(i, j) * 2.0 + 1.0; });
+                  copy(c, C.tile(by * bm, bx * bn));
+                });
+}
+
+HostTensor distinct(DType d, std::vector<int64_t> shape) {
+  HostTensor t(d, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.set(i, static_cast<double>(i % 251 - 125));
+  return t;
+}
+
+void expect_match(DType dt, int64_t bm, int64_t bn, const std::vector<int64_t>& widths) {
+  Kernel k = affine(dt, bm, bn);
+  cuda::CudaKernel ck(k, "sm_90a");
+  for (int64_t N : widths) {
+    const int64_t M = 37;
+    std::vector<HostTensor> args = {distinct(dt, {M, N}), sentinel(dt, {M, N})};
+    std::vector<HostTensor> want = args;
+    std::vector<HostTensor*> pw = {&want[0], &want[1]};
+    cpu::interpret(k, pw);
+    ops::DeviceArgs d = ops::DeviceArgs::upload(args);
+    ck.launch(d.tensors);
+    TILEPILOT_CU(rt::driver().cuCtxSynchronize());
+    d.download(args, {1});
+    EXPECT_EQ(first_mismatch(args[1], want[1], 0), "")
+        << dtype_name(dt) << " " << bm << "x" << bn << " tiles, N " << N;
+  }
+}
+
+TEST(GpuUnalignedRows, Bf16FragmentStores) {
+  rt::ensure_context();
+  // 256 columns: one row per warp; 128: two; 64: four. N mod 8 = 0, 1, 2, 4, 7, and widths
+  // narrower than a tile.
+  for (int64_t bn : {256, 128, 64})
+    expect_match(bf16, 16, bn, {512, 8193, 1026, 1028, 1031, 61, 9});
+}
+
+TEST(GpuUnalignedRows, F32FragmentStores) {
+  rt::ensure_context();
+  for (int64_t bn : {128, 32})
+    expect_match(f32, 8, bn, {256, 1025, 1026, 1027, 5});
+}
+
+/// B = A transposed through a b x b shared tile (lesson 03's kernel).
+Kernel transpose(int64_t b) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
+  return kernel("realigned_transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(128),
+                [&](Var bx, Var by) {
+                  Tile s = alloc_shared({b, b}, bf16), t = alloc_fragment({b, b}, bf16);
+                  copy(A.tile(by * b, bx * b), s);
+                  parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); });
+                  copy(t, B.tile(bx * b, by * b));
+                });
+}
+
+TEST(GpuUnalignedRows, SharedChunksThroughATranspose) {
+  rt::ensure_context();
+  for (int64_t b : {32, 64}) {
+    Kernel k = transpose(b);
+    cuda::CudaKernel ck(k, "sm_90a");
+    for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
+             {256, 512}, {77, 133}, {1031, 1027}, {130, 1026}, {9, 5}}) {
+      std::vector<HostTensor> args = {distinct(bf16, {M, N}), sentinel(bf16, {N, M})};
+      std::vector<HostTensor> want = args;
+      std::vector<HostTensor*> pw = {&want[0], &want[1]};
+      cpu::interpret(k, pw);
+      ops::DeviceArgs d = ops::DeviceArgs::upload(args);
+      ck.launch(d.tensors);
+      TILEPILOT_CU(rt::driver().cuCtxSynchronize());
+      d.download(args, {1});
+      EXPECT_EQ(first_mismatch(args[1], want[1], 0), "") << b << " tiles, " << M << " x " << N;
+    }
+  }
+}
+
+} // namespace
