@@ -5,6 +5,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/PairElementWrites.h"
+#include "passes/PairSharedWrites.h"
 
 namespace tp::passes {
 
@@ -186,6 +187,11 @@ public:
     // copy of the tile gets every element (other stores then write the same value from every
     // thread; atomics are issued by thread 0 only).
     const bool every_thread = fa.local_written != nullptr;
+    if (!every_thread)
+      if (ir::Stmt paired =
+              pair_shared_writes(cxm_, p, [&](const ir::Stmt& s) { return mutate(s); });
+          paired.defined())
+        return paired;
     every_thread_ = every_thread;
     ir::Stmt body = mutate(p->body);
     every_thread_ = false;

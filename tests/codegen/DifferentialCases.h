@@ -688,6 +688,37 @@ inline DiffCase vector_copy_aligned() {
   return vector_copy_case("VectorCopyAligned", 64, 512);
 }
 
+/// A parallel loop spread over the threads that computes a 16-bit shared tile column by column
+/// (passes/PairSharedWrites.h: two adjacent columns a thread, one 4-byte store a pair), in a
+/// bf16 and an f16 tile, then copied out. Values: a small integer x 2 + 1 and x / 4, exact in
+/// both types.
+inline DiffCase shared_column_pairs() {
+  DiffCase c;
+  c.name = "SharedTileWrittenInColumnPairs";
+  Dim M("M"), N("N");
+  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16), Z("Z", {M, N}, f16);
+  c.kernel = kernel("shared_pairs", {X, Y, Z}, grid(ceildiv(N, 64), ceildiv(M, 16)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile s = alloc_shared({16, 64}, bf16), h = alloc_shared({16, 64}, f16);
+                      parallel({16, 64}, [&](Var i, Var j) {
+                        Var x = let("x", cast(f32, X(by * 16 + i, bx * 64 + j)));
+                        s(i, j) = x * 2.0 + 1.0;
+                        h(i, j) = x * 0.25;
+                      });
+                      copy(s, Y.tile(by * 16, bx * 64));
+                      copy(h, Z.tile(by * 16, bx * 64));
+                    });
+  c.args = {ints(bf16, {32, 128}, 3), sentinel(bf16, {32, 128}), sentinel(f16, {32, 128})};
+  c.outputs = {1, 2};
+  c.expect = [](std::vector<HostTensor>& a) {
+    for (int64_t e = 0; e < a[0].numel(); ++e) {
+      a[1].set(e, a[0].get(e) * 2 + 1);
+      a[2].set(e, a[0].get(e) * 0.25);
+    }
+  };
+  return c;
+}
+
 /// A 64-row gemm over 8 warps (lesson 14's shape): on sm_90a wgmma cannot split 64 rows over
 /// two warpgroups, so it runs as mma with warps side by side along N. Their rows' max and sum
 /// combine across warps, the row vector is stored once, and the bf16 P = s - max goes through
@@ -959,7 +990,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"OneWarpMmaTransB", one_warp_mma_trans_b},
           {"OneWarpMmaRegisterA", one_warp_mma_register_a},
           {"CopyFlattensOuterDimensionsRowMajor", copy_flattens_outer_dimensions},
-          {"BoxCopyIntoPipelinedGemm", box_copy_into_pipelined_gemm}};
+          {"BoxCopyIntoPipelinedGemm", box_copy_into_pipelined_gemm},
+          {"SharedTileWrittenInColumnPairs", shared_column_pairs}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

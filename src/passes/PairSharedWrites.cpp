@@ -1,0 +1,193 @@
+#include "passes/PairSharedWrites.h"
+
+#include <set>
+
+#include "ir/IRVisitor.h"
+
+namespace tp::passes {
+
+namespace {
+
+bool mentions(const Expr& e, uint64_t var) {
+  bool found = false;
+  struct Find : ir::IRVisitor {
+    uint64_t uid;
+    bool* found;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Variable* v) override { *found = *found || v->uid == uid; }
+  } f;
+  f.uid = var;
+  f.found = &found;
+  f.visit(e);
+  return found;
+}
+
+/// Why the loop's body is not lets and stores into 16-bit shared tiles at column `j` ("" when
+/// it is). Collects the tiles written and read.
+std::string check_body(const LowerContext& cx, const ir::Stmt& s, uint64_t j,
+                       std::set<uint64_t>& written, std::set<uint64_t>& read) {
+  struct Reads : ir::IRVisitor {
+    std::set<uint64_t>* read;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Load* l) override {
+      read->insert(l->buffer->uid);
+      ir::IRVisitor::visit(l);
+    }
+  } reads;
+  reads.read = &read;
+  if (!s.defined()) return "";
+  if (const auto* l = ir::as<ir::Let>(s)) {
+    reads.visit(l->value);
+    return check_body(cx, l->body, j, written, read);
+  }
+  if (const auto* q = ir::as<ir::Seq>(s)) {
+    for (const ir::Stmt& x : q->stmts)
+      if (std::string why = check_body(cx, x, j, written, read); !why.empty()) return why;
+    return "";
+  }
+  const auto* st = ir::as<ir::Store>(s);
+  if (!st)
+    return std::string("the body has statements other than lets and element stores (") +
+           ir::node_kind_name(s->kind) + ")";
+  const ir::Buffer& b = st->buffer;
+  if (!cx.layouts.in_shared(b)) return "it writes '" + b->name + "', which is not a shared tile";
+  if (b->dtype != DType::bf16 && b->dtype != DType::f16)
+    return "shared tile '" + b->name + "' holds " + dtype_name(b->dtype) + ", not bf16 or f16";
+  const auto* last = ir::as<ir::Variable>(st->indices.back());
+  if (!last || last->uid != j)
+    return "the column of its store into '" + b->name + "' is not the loop's innermost variable";
+  for (size_t d = 0; d + 1 < st->indices.size(); ++d)
+    if (mentions(st->indices[d], j))
+      return "a row index of its store into '" + b->name + "' uses the innermost variable";
+  // Even rows keep 2c and 2c + 1 adjacent and the pair 4-byte aligned: a linear row's pitch,
+  // and the 16-byte chunks a swizzle moves whole.
+  const SharedLayout& sl = cx.layouts.shared_layout(b);
+  if (sl.kind == SharedLayout::Kind::linear ? (sl.cols + sl.pad) % 2 != 0 : sl.cols % 2 != 0)
+    return "shared tile '" + b->name + "' has rows of an odd number of elements";
+  reads.visit(st->value);
+  for (const Expr& i : st->indices)
+    reads.visit(i);
+  written.insert(b->uid);
+  return "";
+}
+
+/// The body for column 2 jj + h: the innermost variable replaced, and (h = 1) each let given a
+/// fresh variable, so that both halves' lets can stand in one scope.
+ir::Stmt instantiate(const ir::Stmt& s, std::map<uint64_t, Expr>& m, int h) {
+  if (!s.defined()) return s;
+  if (const auto* l = ir::as<ir::Let>(s)) {
+    Var v = l->var;
+    if (h == 1) {
+      const auto* node = ir::as<ir::Variable>(l->var);
+      Var fresh(node->name + "_hi", l->value.dtype());
+      m[node->uid] = fresh;
+      v = fresh;
+    }
+    Expr value = substitute(l->value, m);
+    return ir::Let::make(v, value, instantiate(l->body, m, h), l->loc);
+  }
+  if (const auto* q = ir::as<ir::Seq>(s)) {
+    std::vector<ir::Stmt> out;
+    for (const ir::Stmt& x : q->stmts)
+      out.push_back(instantiate(x, m, h));
+    return ir::Seq::make(out, q->loc);
+  }
+  return substitute(s, m);
+}
+
+/// A lowered body taken apart: its lets in order and its shared stores in order.
+struct Flat {
+  std::vector<std::pair<Var, Expr>> lets;
+  std::vector<const ir::Store*> stores;
+};
+bool flatten(const ir::Stmt& s, Flat& out) {
+  if (!s.defined()) return true;
+  if (const auto* l = ir::as<ir::Let>(s)) {
+    out.lets.emplace_back(l->var, l->value);
+    return flatten(l->body, out);
+  }
+  if (const auto* q = ir::as<ir::Seq>(s)) {
+    for (const ir::Stmt& x : q->stmts)
+      if (!flatten(x, out)) return false;
+    return true;
+  }
+  const auto* st = ir::as<ir::Store>(s);
+  if (!st || st->indices.size() != 1) return false;
+  out.stores.push_back(st);
+  return true;
+}
+
+/// A store's value without the conversion to the tile's type (the paired store rounds the same
+/// way), or undefined when it is not an f32 value.
+Expr f32_value(const ir::Store* st) {
+  Expr v = st->value;
+  if (const auto* c = ir::as<ir::Cast>(v); c && c->dtype == st->buffer->dtype) v = c->value;
+  return v.dtype() == DType::f32 ? v : Expr();
+}
+
+} // namespace
+
+ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
+                            const std::function<ir::Stmt(const ir::Stmt&)>& lower) {
+  const uint64_t j = ir::as<ir::Variable>(p->vars.back())->uid;
+  bool writes_shared = false;
+  ir::for_each_stmt(p->body, [&](const ir::Stmt& s) {
+    if (const auto* st = ir::as<ir::Store>(s))
+      writes_shared = writes_shared || cx.layouts.in_shared(st->buffer);
+  });
+  if (!writes_shared) return {};
+  const std::string where = "parallel loop" + (p->loc.known() ? " at " + p->loc.str() : "");
+  auto refuse = [&](const std::string& why) {
+    cx.write_notes.push_back(where + ": shared writes, not paired: " + why);
+    return ir::Stmt();
+  };
+  std::set<uint64_t> written, read;
+  if (std::string why = check_body(cx, p->body, j, written, read); !why.empty()) return refuse(why);
+  if (p->extents.back() % 2 != 0) return refuse("its innermost extent is odd");
+  for (uint64_t b : written)
+    if (read.count(b)) return refuse("it reads a shared tile it writes");
+  Var jj("jj");
+  std::map<uint64_t, Expr> m0{{j, jj * 2}}, m1{{j, jj * 2 + 1}};
+  Flat lo, hi;
+  // Flat points into the lowered bodies: they live to the end.
+  const ir::Stmt lowered_lo = lower(instantiate(p->body, m0, 0));
+  const ir::Stmt lowered_hi = lower(instantiate(p->body, m1, 1));
+  if (!flatten(lowered_lo, lo) || !flatten(lowered_hi, hi) || lo.stores.size() != hi.stores.size())
+    return refuse("its lowered body is not lets and element stores");
+  std::vector<ir::Stmt> pairs;
+  for (size_t k = 0; k < lo.stores.size(); ++k) {
+    Expr v0 = f32_value(lo.stores[k]), v1 = f32_value(hi.stores[k]);
+    if (!v0.defined() || !v1.defined()) return refuse("a stored value is not f32");
+    const ir::Buffer& b = lo.stores[k]->buffer;
+    pairs.push_back(
+        call("tp::cg::store2_aligned",
+             {call_expr("tp.ptr", {lo.stores[k]->indices[0]}, DType::i32, {b}), v0, v1}));
+  }
+  ir::Stmt body = ir::Seq::make(pairs);
+  for (auto it = hi.lets.rbegin(); it != hi.lets.rend(); ++it)
+    body = ir::Let::make(it->first, it->second, body);
+  for (auto it = lo.lets.rbegin(); it != lo.lets.rend(); ++it)
+    body = ir::Let::make(it->first, it->second, body);
+  cx.write_notes.push_back(where + ": shared writes paired (two adjacent columns a thread, one " +
+                           "4-byte store a pair)");
+  std::vector<int64_t> ext = p->extents;
+  ext.back() /= 2;
+  int64_t n = 1;
+  for (int64_t e : ext)
+    n *= e;
+  return strided_for(cx, n, [&](Expr e) {
+    ir::Stmt b = body;
+    int64_t stride = 1;
+    std::vector<Expr> vals(ext.size());
+    for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
+      vals[d] = (e / stride) % ext[d];
+      stride *= ext[d];
+    }
+    b = ir::Let::make(jj, vals.back(), b);
+    for (int d = static_cast<int>(ext.size()) - 2; d >= 0; --d)
+      b = ir::Let::make(p->vars[d], vals[d], b);
+    return b;
+  });
+}
+
+} // namespace tp::passes
