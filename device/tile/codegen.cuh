@@ -179,6 +179,30 @@ TP_DEVICE void copy16(void* smem_dst, const void* gsrc) {
 struct alignas(8) Vec8 {
   uint32_t w[2];
 };
+/// Four and eight adjacent 16-bit elements from floats, converted two at a time
+/// (cvt.rn.{bf16x2,f16x2}.f32), in one 8- or 16-byte store; p is aligned to the run's size (a
+/// shared tile's run of adjacent columns: passes/PairSharedWrites.h).
+template <typename T>
+TP_DEVICE uint32_t pack2(float lo, float hi);
+template <>
+TP_DEVICE uint32_t pack2<bf16>(float lo, float hi) {
+  return to_bf16x2(lo, hi).bits;
+}
+template <>
+TP_DEVICE uint32_t pack2<half>(float lo, float hi) {
+  return to_half2x(lo, hi).bits;
+}
+template <typename T>
+TP_DEVICE void store4_aligned(T* p, float a, float b, float c, float d) {
+  *reinterpret_cast<Vec8*>(p) = Vec8{{pack2<T>(a, b), pack2<T>(c, d)}};
+}
+template <typename T>
+TP_DEVICE void store8_aligned(T* p, float a, float b, float c, float d, float e, float f, float g,
+                              float h) {
+  *reinterpret_cast<Vec16*>(p) =
+      Vec16{{pack2<T>(a, b), pack2<T>(c, d), pack2<T>(e, f), pack2<T>(g, h)}};
+}
+
 /// B bytes from global memory at g into the 16-byte aligned t: in 16-, 8- or 4-byte accesses,
 /// the widest that g's address allows; 16-bit elements 2 bytes off a 4-byte boundary as a first
 /// and a last element around 4-byte pairs; else in E-byte elements.

@@ -8,6 +8,9 @@ namespace tp::passes {
 
 namespace {
 
+/// The widest run a thread writes: 8 16-bit elements, one 16-byte store.
+constexpr int kMaxWidth = 8;
+
 bool mentions(const Expr& e, uint64_t var) {
   bool found = false;
   struct Find : ir::IRVisitor {
@@ -25,7 +28,7 @@ bool mentions(const Expr& e, uint64_t var) {
 /// Why the loop's body is not lets and stores into 16-bit shared tiles at column `j` ("" when
 /// it is). Collects the tiles written and read.
 std::string check_body(const LowerContext& cx, const ir::Stmt& s, uint64_t j,
-                       std::set<uint64_t>& written, std::set<uint64_t>& read) {
+                       std::map<uint64_t, ir::Buffer>& written, std::set<uint64_t>& read) {
   struct Reads : ir::IRVisitor {
     std::set<uint64_t>* read;
     using ir::IRVisitor::visit;
@@ -59,27 +62,41 @@ std::string check_body(const LowerContext& cx, const ir::Stmt& s, uint64_t j,
   for (size_t d = 0; d + 1 < st->indices.size(); ++d)
     if (mentions(st->indices[d], j))
       return "a row index of its store into '" + b->name + "' uses the innermost variable";
-  // Even rows keep 2c and 2c + 1 adjacent and the pair 4-byte aligned: a linear row's pitch,
-  // and the 16-byte chunks a swizzle moves whole.
-  const SharedLayout& sl = cx.layouts.shared_layout(b);
-  if (sl.kind == SharedLayout::Kind::linear ? (sl.cols + sl.pad) % 2 != 0 : sl.cols % 2 != 0)
-    return "shared tile '" + b->name + "' has rows of an odd number of elements";
   reads.visit(st->value);
   for (const Expr& i : st->indices)
     reads.visit(i);
-  written.insert(b->uid);
+  written[b->uid] = b;
   return "";
 }
 
-/// The body for column 2 jj + h: the innermost variable replaced, and (h = 1) each let given a
-/// fresh variable, so that both halves' lets can stand in one scope.
+/// The widest run of adjacent columns (8, 4 or 2; 0: none) a thread can write at once into every
+/// tile in `written`, for an innermost extent `extent`: runs start at multiples of their width,
+/// so they stay adjacent and aligned to their size when the tile's row pitch is a multiple of
+/// the width (linear), or the width divides the 16-byte chunks a swizzle moves whole (8 16-bit
+/// elements). Tiles start 1024-byte aligned (PlanSharedMemory).
+int run_width(const LowerContext& cx, const std::map<uint64_t, ir::Buffer>& written,
+              int64_t extent) {
+  for (int w = kMaxWidth; w >= 2; w /= 2) {
+    bool ok = extent % w == 0;
+    for (const auto& [uid, b] : written) {
+      const SharedLayout& sl = cx.layouts.shared_layout(b);
+      ok = ok && (sl.kind == SharedLayout::Kind::linear ? (sl.cols + sl.pad) % w == 0
+                                                        : sl.cols % w == 0 && 8 % w == 0);
+    }
+    if (ok) return w;
+  }
+  return 0;
+}
+
+/// The body for column W jj + h: the innermost variable replaced, and (h > 0) each let given a
+/// fresh variable, so that every column's lets can stand in one scope.
 ir::Stmt instantiate(const ir::Stmt& s, std::map<uint64_t, Expr>& m, int h) {
   if (!s.defined()) return s;
   if (const auto* l = ir::as<ir::Let>(s)) {
     Var v = l->var;
-    if (h == 1) {
+    if (h > 0) {
       const auto* node = ir::as<ir::Variable>(l->var);
-      Var fresh(node->name + "_hi", l->value.dtype());
+      Var fresh(node->name + "_" + std::to_string(h), l->value.dtype());
       m[node->uid] = fresh;
       v = fresh;
     }
@@ -141,37 +158,44 @@ ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
     cx.write_notes.push_back(where + ": shared writes, not paired: " + why);
     return ir::Stmt();
   };
-  std::set<uint64_t> written, read;
+  std::map<uint64_t, ir::Buffer> written;
+  std::set<uint64_t> read;
   if (std::string why = check_body(cx, p->body, j, written, read); !why.empty()) return refuse(why);
-  if (p->extents.back() % 2 != 0) return refuse("its innermost extent is odd");
-  for (uint64_t b : written)
-    if (read.count(b)) return refuse("it reads a shared tile it writes");
+  for (const auto& [uid, b] : written)
+    if (read.count(uid)) return refuse("it reads shared tile '" + b->name + "', which it writes");
+  const int W = run_width(cx, written, p->extents.back());
+  if (W == 0) return refuse("its innermost extent or a tile's row is an odd number of elements");
+  // Each column's body, lowered; Flat points into them, so they live to the end.
   Var jj("jj");
-  std::map<uint64_t, Expr> m0{{j, jj * 2}}, m1{{j, jj * 2 + 1}};
-  Flat lo, hi;
-  // Flat points into the lowered bodies: they live to the end.
-  const ir::Stmt lowered_lo = lower(instantiate(p->body, m0, 0));
-  const ir::Stmt lowered_hi = lower(instantiate(p->body, m1, 1));
-  if (!flatten(lowered_lo, lo) || !flatten(lowered_hi, hi) || lo.stores.size() != hi.stores.size())
-    return refuse("its lowered body is not lets and element stores");
-  std::vector<ir::Stmt> pairs;
-  for (size_t k = 0; k < lo.stores.size(); ++k) {
-    Expr v0 = f32_value(lo.stores[k]), v1 = f32_value(hi.stores[k]);
-    if (!v0.defined() || !v1.defined()) return refuse("a stored value is not f32");
-    const ir::Buffer& b = lo.stores[k]->buffer;
-    pairs.push_back(
-        call("tp::cg::store2_aligned",
-             {call_expr("tp.ptr", {lo.stores[k]->indices[0]}, DType::i32, {b}), v0, v1}));
+  std::vector<ir::Stmt> lowered(W);
+  std::vector<Flat> cols(W);
+  for (int h = 0; h < W; ++h) {
+    std::map<uint64_t, Expr> m{{j, jj * W + h}};
+    lowered[h] = lower(instantiate(p->body, m, h));
+    if (!flatten(lowered[h], cols[h]) || cols[h].stores.size() != cols[0].stores.size())
+      return refuse("its lowered body is not lets and element stores");
   }
-  ir::Stmt body = ir::Seq::make(pairs);
-  for (auto it = hi.lets.rbegin(); it != hi.lets.rend(); ++it)
-    body = ir::Let::make(it->first, it->second, body);
-  for (auto it = lo.lets.rbegin(); it != lo.lets.rend(); ++it)
-    body = ir::Let::make(it->first, it->second, body);
-  cx.write_notes.push_back(where + ": shared writes paired (two adjacent columns a thread, one " +
-                           "4-byte store a pair)");
+  std::vector<ir::Stmt> runs;
+  for (size_t k = 0; k < cols[0].stores.size(); ++k) {
+    const ir::Store* first = cols[0].stores[k];
+    std::vector<Expr> args = {
+        call_expr("tp.ptr", {first->indices[0]}, DType::i32, {first->buffer})};
+    for (int h = 0; h < W; ++h) {
+      Expr v = f32_value(cols[h].stores[k]);
+      if (!v.defined()) return refuse("a stored value is not f32");
+      args.push_back(v);
+    }
+    runs.push_back(call("tp::cg::store" + std::to_string(W) + "_aligned", args));
+  }
+  ir::Stmt body = ir::Seq::make(runs);
+  for (int h = W - 1; h >= 0; --h)
+    for (auto it = cols[h].lets.rbegin(); it != cols[h].lets.rend(); ++it)
+      body = ir::Let::make(it->first, it->second, body);
+  cx.write_notes.push_back(where + ": shared writes paired (" + std::to_string(W) +
+                           " adjacent columns a thread, one " + std::to_string(2 * W) +
+                           "-byte store a run)");
   std::vector<int64_t> ext = p->extents;
-  ext.back() /= 2;
+  ext.back() /= W;
   int64_t n = 1;
   for (int64_t e : ext)
     n *= e;

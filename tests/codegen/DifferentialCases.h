@@ -688,33 +688,43 @@ inline DiffCase vector_copy_aligned() {
   return vector_copy_case("VectorCopyAligned", 64, 512);
 }
 
-/// A parallel loop spread over the threads that computes a 16-bit shared tile column by column
-/// (passes/PairSharedWrites.h: two adjacent columns a thread, one 4-byte store a pair), in a
-/// bf16 and an f16 tile, then copied out. Values: a small integer x 2 + 1 and x / 4, exact in
-/// both types.
+/// Parallel loops spread over the threads that compute 16-bit shared tiles column by column
+/// (passes/PairSharedWrites.h: runs of adjacent columns a thread, one store a run): a bf16 tile
+/// 64 wide (runs of 8), an f16 tile 12 wide (runs of 4) and a bf16 tile 6 wide (runs of 2), each
+/// copied out. Values: a small integer x 2 + 1, x / 4 and x - 3, exact in both types.
 inline DiffCase shared_column_pairs() {
   DiffCase c;
   c.name = "SharedTileWrittenInColumnPairs";
-  Dim M("M"), N("N");
-  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16), Z("Z", {M, N}, f16);
-  c.kernel = kernel("shared_pairs", {X, Y, Z}, grid(ceildiv(N, 64), ceildiv(M, 16)), threads(128),
-                    [&](Var bx, Var by) {
-                      Tile s = alloc_shared({16, 64}, bf16), h = alloc_shared({16, 64}, f16);
+  Dim M("M"), N("N"), N4("N4"), N2("N2");
+  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16), Z("Z", {M, N4}, f16), G("G", {M, N2}, bf16);
+  c.kernel = kernel("shared_pairs", {X, Y, Z, G}, grid(ceildiv(N, 64), ceildiv(M, 16)),
+                    threads(128), [&](Var bx, Var by) {
+                      Tile s = alloc_shared({16, 64}, bf16), h = alloc_shared({16, 12}, f16);
+                      Tile g = alloc_shared({16, 6}, bf16);
                       parallel({16, 64}, [&](Var i, Var j) {
-                        Var x = let("x", cast(f32, X(by * 16 + i, bx * 64 + j)));
-                        s(i, j) = x * 2.0 + 1.0;
-                        h(i, j) = x * 0.25;
+                        s(i, j) = cast(f32, X(by * 16 + i, bx * 64 + j)) * 2.0 + 1.0;
+                      });
+                      parallel({16, 12}, [&](Var i, Var j) {
+                        h(i, j) = cast(f32, X(by * 16 + i, bx * 64 + j)) * 0.25;
+                      });
+                      parallel({16, 6}, [&](Var i, Var j) {
+                        g(i, j) = cast(f32, X(by * 16 + i, bx * 64 + j)) - 3.0;
                       });
                       copy(s, Y.tile(by * 16, bx * 64));
-                      copy(h, Z.tile(by * 16, bx * 64));
+                      copy(h, Z.tile(by * 16, bx * 12));
+                      copy(g, G.tile(by * 16, bx * 6));
                     });
-  c.args = {ints(bf16, {32, 128}, 3), sentinel(bf16, {32, 128}), sentinel(f16, {32, 128})};
-  c.outputs = {1, 2};
+  c.args = {ints(bf16, {32, 128}, 3), sentinel(bf16, {32, 128}), sentinel(f16, {32, 24}),
+            sentinel(bf16, {32, 12})};
+  c.outputs = {1, 2, 3};
   c.expect = [](std::vector<HostTensor>& a) {
-    for (int64_t e = 0; e < a[0].numel(); ++e) {
-      a[1].set(e, a[0].get(e) * 2 + 1);
-      a[2].set(e, a[0].get(e) * 0.25);
-    }
+    for (int64_t r = 0; r < 32; ++r)
+      for (int64_t col = 0; col < 128; ++col) {
+        const double x = a[0].get(r * 128 + col);
+        a[1].set(r * 128 + col, x * 2 + 1);
+        if (col % 64 < 12) a[2].set(r * 24 + (col / 64) * 12 + col % 64, x * 0.25);
+        if (col % 64 < 6) a[3].set(r * 12 + (col / 64) * 6 + col % 64, x - 3);
+      }
   };
   return c;
 }
