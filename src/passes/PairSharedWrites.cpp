@@ -134,6 +134,47 @@ bool flatten(const ir::Stmt& s, Flat& out) {
   return true;
 }
 
+/// Whether a let's value reads W adjacent columns of a shared tile across the W columns a thread
+/// takes, as one vector load can (tp::cg::lds_vec): a load, or its cast to f32, of a shared
+/// tile whose last index is exactly the innermost variable `j` and whose other indices do not
+/// use it, in a layout where runs of W start aligned to their size and stay in one row (a linear
+/// row pitch that is a multiple of W; a swizzle only when a run fits its 16-byte chunk).
+bool reads_a_run(const LowerContext& cx, const Expr& value, uint64_t j, int W) {
+  Expr v = value;
+  if (const auto* c = ir::as<ir::Cast>(v); c && c->dtype == DType::f32) v = c->value;
+  const auto* l = ir::as<ir::Load>(v);
+  if (!l || !cx.layouts.in_shared(l->buffer)) return false;
+  const auto* last = ir::as<ir::Variable>(l->indices.back());
+  if (!last || last->uid != j) return false;
+  for (size_t d = 0; d + 1 < l->indices.size(); ++d)
+    if (mentions(l->indices[d], j)) return false;
+  const SharedLayout& sl = cx.layouts.shared_layout(l->buffer);
+  const int bytes = W * dtype_bytes(l->buffer->dtype);
+  if (bytes < 4) return false;
+  return sl.kind == SharedLayout::Kind::linear ? (sl.cols + sl.pad) % W == 0
+                                               : sl.cols % W == 0 && bytes <= 16;
+}
+
+/// For each let of the body, in the order flatten() meets them: reads_a_run.
+void run_lets(const LowerContext& cx, const ir::Stmt& s, uint64_t j, int W,
+              std::vector<bool>& out) {
+  if (!s.defined()) return;
+  if (const auto* l = ir::as<ir::Let>(s)) {
+    out.push_back(reads_a_run(cx, l->value, j, W));
+    run_lets(cx, l->body, j, W, out);
+  } else if (const auto* q = ir::as<ir::Seq>(s)) {
+    for (const ir::Stmt& x : q->stmts)
+      run_lets(cx, x, j, W, out);
+  }
+}
+
+/// The lowered load inside a let's value (a load, or its cast to f32).
+const ir::Load* lowered_load(const Expr& value) {
+  Expr v = value;
+  if (const auto* c = ir::as<ir::Cast>(v)) v = c->value;
+  return ir::as<ir::Load>(v);
+}
+
 /// A store's value without the conversion to the tile's type (the paired store rounds the same
 /// way), or undefined when it is not an f32 value.
 Expr f32_value(const ir::Store* st) {
@@ -187,13 +228,43 @@ ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
     }
     runs.push_back(call("tp::cg::store" + std::to_string(W) + "_aligned", args));
   }
+  // Lets that read a run of a shared tile take it with one vector load into a local array,
+  // placed where column 0's let was; every column's let then reads its element.
+  std::vector<bool> vec;
+  run_lets(cx, p->body, j, W, vec);
+  std::vector<ir::Buffer> arrays(vec.size());
+  int vector_loads = 0;
+  for (size_t k = 0; k < vec.size() && k < cols[0].lets.size(); ++k) {
+    const ir::Load* l = vec[k] ? lowered_load(cols[0].lets[k].second) : nullptr;
+    if (!l || l->indices.size() != 1) continue;
+    const auto* name = ir::as<ir::Variable>(cols[0].lets[k].first);
+    arrays[k] = ir::make_buffer(name->name + "_run", ir::Scope::local,
+                                cols[0].lets[k].second.dtype(), {Expr(W)}, 0, p->loc);
+    ++vector_loads;
+  }
   ir::Stmt body = ir::Seq::make(runs);
   for (int h = W - 1; h >= 0; --h)
-    for (auto it = cols[h].lets.rbegin(); it != cols[h].lets.rend(); ++it)
-      body = ir::Let::make(it->first, it->second, body);
-  cx.write_notes.push_back(where + ": shared writes paired (" + std::to_string(W) +
-                           " adjacent columns a thread, one " + std::to_string(2 * W) +
-                           "-byte store a run)");
+    for (size_t k = cols[h].lets.size(); k-- > 0;) {
+      const auto& [var, value] = cols[h].lets[k];
+      if (k >= arrays.size() || !arrays[k]) {
+        body = ir::Let::make(var, value, body);
+        continue;
+      }
+      body = ir::Let::make(var, ir::Load::make(arrays[k], {Expr(h)}), body);
+      if (h == 0) {
+        const ir::Load* l = lowered_load(value);
+        ir::Stmt load = call("tp::cg::lds_vec<" + std::to_string(W) + ">",
+                             {call_expr("tp.ptr", {Expr(0)}, DType::i32, {arrays[k]}),
+                              call_expr("tp.ptr", {l->indices[0]}, DType::i32, {l->buffer})});
+        body = seq({ir::Allocate::make(arrays[k], {}), load, body});
+      }
+    }
+  cx.write_notes.push_back(
+      where + ": shared writes paired (" + std::to_string(W) + " adjacent columns a thread, one " +
+      std::to_string(2 * W) + "-byte store a run" +
+      (vector_loads ? ", " + std::to_string(vector_loads) + " shared read(s) as vector loads"
+                    : "") +
+      ")");
   std::vector<int64_t> ext = p->extents;
   ext.back() /= W;
   int64_t n = 1;

@@ -690,8 +690,9 @@ inline DiffCase vector_copy_aligned() {
 
 /// Parallel loops spread over the threads that compute 16-bit shared tiles column by column
 /// (passes/PairSharedWrites.h: runs of adjacent columns a thread, one store a run): a bf16 tile
-/// 64 wide (runs of 8), an f16 tile 12 wide (runs of 4) and a bf16 tile 6 wide (runs of 2), each
-/// copied out. Values: a small integer x 2 + 1, x / 4 and x - 3, exact in both types.
+/// 64 wide (runs of 8, read from another shared tile in runs), an f16 tile 12 wide (runs of 4)
+/// and a bf16 tile 6 wide (runs of 2), each copied out. Values: a small integer x 2 + 1, x / 4 and
+/// x - 3, exact in both types.
 inline DiffCase shared_column_pairs() {
   DiffCase c;
   c.name = "SharedTileWrittenInColumnPairs";
@@ -700,9 +701,12 @@ inline DiffCase shared_column_pairs() {
   c.kernel = kernel("shared_pairs", {X, Y, Z, G}, grid(ceildiv(N, 64), ceildiv(M, 16)),
                     threads(128), [&](Var bx, Var by) {
                       Tile s = alloc_shared({16, 64}, bf16), h = alloc_shared({16, 12}, f16);
-                      Tile g = alloc_shared({16, 6}, bf16);
+                      Tile g = alloc_shared({16, 6}, bf16), u = alloc_shared({16, 64}, bf16);
+                      copy(X.tile(by * 16, bx * 64), u);
+                      // Reads u in runs of 8 too: one vector load a run.
                       parallel({16, 64}, [&](Var i, Var j) {
-                        s(i, j) = cast(f32, X(by * 16 + i, bx * 64 + j)) * 2.0 + 1.0;
+                        Var x = let("x", cast(f32, u(i, j)));
+                        s(i, j) = x * 2.0 + 1.0;
                       });
                       parallel({16, 12}, [&](Var i, Var j) {
                         h(i, j) = cast(f32, X(by * 16 + i, bx * 64 + j)) * 0.25;

@@ -16,6 +16,7 @@ namespace {
 
 enum class Form {
   plain,
+  reads_run,
   two_tiles,
   odd_extent,
   shifted_column,
@@ -33,7 +34,8 @@ Kernel kernel_of(Form f) {
   return kernel("pairs", {X, Y}, grid(ceildiv(N, cols), ceildiv(M, 16)), threads(128),
                 [&](Var bx, Var by) {
                   Tile s = alloc_shared({16, cols}, f == Form::f32_tile ? f32 : bf16);
-                  Tile t = alloc_shared({16, cols}, bf16);
+                  Tile t = alloc_shared({16, cols}, bf16), u = alloc_shared({16, cols}, bf16);
+                  if (f == Form::reads_run) copy(X.tile(by * 16, bx * cols), u);
                   parallel({16, ext}, [&](Var i, Var j) {
                     Var x = let("x", cast(f32, X(by * 16 + i, bx * cols + j)));
                     switch (f) {
@@ -46,6 +48,11 @@ Kernel kernel_of(Form f) {
                     case Form::reads_itself:
                       s(i, j) = x + s(i, 0);
                       break;
+                    case Form::reads_run: {
+                      Var y = let("y", cast(f32, u(i, j)));
+                      s(i, j) = x + y;
+                      break;
+                    }
                     case Form::two_tiles:
                       s(i, j) = x * 2.0;
                       t(i, j) = x + 1.0;
@@ -128,4 +135,13 @@ TEST(PairSharedWrites, OnlySixteenBitTiles) {
   Lowered l = lower(Form::f32_tile);
   EXPECT_EQ(l.paired, 0);
   EXPECT_TRUE(has(l.notes, "not bf16 or f16")) << ::testing::PrintToString(l.notes);
+}
+
+// A let that reads the same column of another shared tile takes its run of 8 with one vector
+// load (tp::cg::lds_vec) instead of 8 element loads.
+TEST(PairSharedWrites, ReadsOfASharedTileRunAreOneVectorLoad) {
+  Lowered l = lower(Form::reads_run);
+  EXPECT_EQ(l.paired, 1);
+  EXPECT_TRUE(has(l.notes, "1 shared read(s) as vector loads"))
+      << ::testing::PrintToString(l.notes);
 }
