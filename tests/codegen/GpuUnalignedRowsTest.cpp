@@ -9,6 +9,7 @@
 // them.)
 #include <gtest/gtest.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,20 +44,27 @@ HostTensor distinct(DType d, std::vector<int64_t> shape) {
   return t;
 }
 
+/// Runs k on (input, output) on the interpreter and on the GPU; the outputs' first difference,
+/// "" when they agree bit for bit.
+std::string gpu_against_interpreter(const Kernel& k, cuda::CudaKernel& ck, HostTensor in,
+                                    HostTensor out) {
+  std::vector<HostTensor> args = {std::move(in), std::move(out)};
+  std::vector<HostTensor> want = args;
+  std::vector<HostTensor*> pw = {&want[0], &want[1]};
+  cpu::interpret(k, pw);
+  ops::DeviceArgs d = ops::DeviceArgs::upload(args);
+  ck.launch(d.tensors);
+  TILEPILOT_CU(rt::driver().cuCtxSynchronize());
+  d.download(args, {1});
+  return first_mismatch(args[1], want[1], 0);
+}
+
 void expect_match(DType dt, int64_t bm, int64_t bn, const std::vector<int64_t>& widths) {
   Kernel k = affine(dt, bm, bn);
   cuda::CudaKernel ck(k, "sm_90a");
   for (int64_t N : widths) {
     const int64_t M = 37;
-    std::vector<HostTensor> args = {distinct(dt, {M, N}), sentinel(dt, {M, N})};
-    std::vector<HostTensor> want = args;
-    std::vector<HostTensor*> pw = {&want[0], &want[1]};
-    cpu::interpret(k, pw);
-    ops::DeviceArgs d = ops::DeviceArgs::upload(args);
-    ck.launch(d.tensors);
-    TILEPILOT_CU(rt::driver().cuCtxSynchronize());
-    d.download(args, {1});
-    EXPECT_EQ(first_mismatch(args[1], want[1], 0), "")
+    EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(dt, {M, N}), sentinel(dt, {M, N})), "")
         << dtype_name(dt) << " " << bm << "x" << bn << " tiles, N " << N;
   }
 }
@@ -95,15 +103,9 @@ TEST(GpuUnalignedRows, SharedChunksThroughATranspose) {
     cuda::CudaKernel ck(k, "sm_90a");
     for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
              {256, 512}, {77, 133}, {1031, 1027}, {130, 1026}, {9, 5}}) {
-      std::vector<HostTensor> args = {distinct(bf16, {M, N}), sentinel(bf16, {N, M})};
-      std::vector<HostTensor> want = args;
-      std::vector<HostTensor*> pw = {&want[0], &want[1]};
-      cpu::interpret(k, pw);
-      ops::DeviceArgs d = ops::DeviceArgs::upload(args);
-      ck.launch(d.tensors);
-      TILEPILOT_CU(rt::driver().cuCtxSynchronize());
-      d.download(args, {1});
-      EXPECT_EQ(first_mismatch(args[1], want[1], 0), "") << b << " tiles, " << M << " x " << N;
+      EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {M, N}), sentinel(bf16, {N, M})),
+                "")
+          << b << " tiles, " << M << " x " << N;
     }
   }
 }
