@@ -1,10 +1,10 @@
 // Runs of shared writes: a parallel loop spread over the threads (no register fragment to
 // follow) whose body computes 16-bit elements of shared tiles at column j, its innermost
 // variable, gives each thread W adjacent columns (8, 4 or 2) and writes each run with one 16-,
-// 8- or 4-byte store (runs of 8 and 4 convert two values an instruction); lets that read the same columns of
-// another shared tile take their run with one vector load. Element-wise work that fills a gemm
-// operand (unpacking packed words, an operand computed rather than copied) then costs an eighth
-// of the shared stores and half the conversions.
+// 8- or 4-byte store (runs of 8 and 4 convert two values an instruction); lets that read the
+// same columns of another shared tile take their run with one vector load. Element-wise work
+// that fills a gemm operand (unpacking packed words, an operand computed rather than copied)
+// then costs an eighth of the shared stores and half the conversions.
 #pragma once
 #include <functional>
 
