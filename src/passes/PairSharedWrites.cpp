@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/IRVisitor.h"
+#include "passes/BufferAccesses.h"
 
 namespace tp::passes {
 
@@ -12,40 +13,20 @@ namespace {
 constexpr int kMaxWidth = 8;
 
 bool mentions(const Expr& e, uint64_t var) {
-  bool found = false;
-  struct Find : ir::IRVisitor {
-    uint64_t uid;
-    bool* found;
-    using ir::IRVisitor::visit;
-    void visit(const ir::Variable* v) override { *found = *found || v->uid == uid; }
-  } f;
-  f.uid = var;
-  f.found = &found;
-  f.visit(e);
-  return found;
+  VarUses uses;
+  uses.visit(e);
+  return uses.uids.count(var) > 0;
 }
 
 /// Why the loop's body is not lets and stores into 16-bit shared tiles at column `j` ("" when
-/// it is). Collects the tiles written and read.
+/// it is). Collects the tiles written.
 std::string check_body(const LowerContext& cx, const ir::Stmt& s, uint64_t j,
-                       std::map<uint64_t, ir::Buffer>& written, std::set<uint64_t>& read) {
-  struct Reads : ir::IRVisitor {
-    std::set<uint64_t>* read;
-    using ir::IRVisitor::visit;
-    void visit(const ir::Load* l) override {
-      read->insert(l->buffer->uid);
-      ir::IRVisitor::visit(l);
-    }
-  } reads;
-  reads.read = &read;
+                       std::map<uint64_t, ir::Buffer>& written) {
   if (!s.defined()) return "";
-  if (const auto* l = ir::as<ir::Let>(s)) {
-    reads.visit(l->value);
-    return check_body(cx, l->body, j, written, read);
-  }
+  if (const auto* l = ir::as<ir::Let>(s)) return check_body(cx, l->body, j, written);
   if (const auto* q = ir::as<ir::Seq>(s)) {
     for (const ir::Stmt& x : q->stmts)
-      if (std::string why = check_body(cx, x, j, written, read); !why.empty()) return why;
+      if (std::string why = check_body(cx, x, j, written); !why.empty()) return why;
     return "";
   }
   const auto* st = ir::as<ir::Store>(s);
@@ -62,9 +43,6 @@ std::string check_body(const LowerContext& cx, const ir::Stmt& s, uint64_t j,
   for (size_t d = 0; d + 1 < st->indices.size(); ++d)
     if (mentions(st->indices[d], j))
       return "a row index of its store into '" + b->name + "' uses the innermost variable";
-  reads.visit(st->value);
-  for (const Expr& i : st->indices)
-    reads.visit(i);
   written[b->uid] = b;
   return "";
 }
@@ -200,10 +178,10 @@ ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
     return ir::Stmt();
   };
   std::map<uint64_t, ir::Buffer> written;
-  std::set<uint64_t> read;
-  if (std::string why = check_body(cx, p->body, j, written, read); !why.empty()) return refuse(why);
+  if (std::string why = check_body(cx, p->body, j, written); !why.empty()) return refuse(why);
+  const std::set<uint64_t> reads = buffer_accesses(p->body).reads;
   for (const auto& [uid, b] : written)
-    if (read.count(uid)) return refuse("it reads shared tile '" + b->name + "', which it writes");
+    if (reads.count(uid)) return refuse("it reads shared tile '" + b->name + "', which it writes");
   const int W = run_width(cx, written, p->extents.back());
   if (W == 0) return refuse("its innermost extent or a tile's row is an odd number of elements");
   // Each column's body, lowered; Flat points into them, so they live to the end.
