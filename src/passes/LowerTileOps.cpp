@@ -170,8 +170,7 @@ public:
         body = ir::Let::make(p->vars[d], c[d], body);
       // Registers past the tile's last row (a blocked layout's ragged row block) hold nothing.
       if (Expr ok = l.valid(cx_.tid, r); ok.defined()) body = if_then(ok, body);
-      if (ir::Stmt paired = pair_element_writes(cxm_, fa.anchor, r, body, p->loc);
-          paired.defined())
+      if (ir::Stmt paired = pair_element_writes(cxm_, fa.anchor, r, body, p->loc); paired.defined())
         return paired;
       return unrolled_for(r, l.regs_per_thread(), body);
     }

@@ -103,8 +103,7 @@ TEST(GpuUnalignedRows, SharedChunksThroughATranspose) {
     cuda::CudaKernel ck(k, "sm_90a");
     for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
              {256, 512}, {77, 133}, {1031, 1027}, {130, 1026}, {9, 5}}) {
-      EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {M, N}), sentinel(bf16, {N, M})),
-                "")
+      EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {M, N}), sentinel(bf16, {N, M})), "")
           << b << " tiles, " << M << " x " << N;
     }
   }
