@@ -202,6 +202,26 @@ ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
                        {}, body(e), {});
 }
 
+ir::Stmt index_space_for(const LowerContext& cx, const std::vector<Var>& vars,
+                         const std::vector<int64_t>& extents, bool every_thread,
+                         const ir::Stmt& body) {
+  int64_t n = 1;
+  for (int64_t e : extents)
+    n *= e;
+  return element_for(cx, n, every_thread, [&](Expr e) {
+    ir::Stmt b = body;
+    int64_t stride = 1;
+    std::vector<Expr> vals(vars.size());
+    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d) {
+      vals[d] = (e / stride) % extents[d];
+      stride *= extents[d];
+    }
+    for (int d = static_cast<int>(vars.size()) - 1; d >= 0; --d)
+      b = ir::Let::make(vars[d], vals[d], b);
+    return b;
+  });
+}
+
 namespace {
 class Substitute : public ir::IRMutator {
 public:

@@ -109,6 +109,11 @@ ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::
 /// `every_thread` (ops that write a local tile, which each thread holds whole).
 ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
                      const std::function<ir::Stmt(Expr)>& body);
+/// element_for over the row-major index space `extents`, with `vars` (one a dimension, the last
+/// innermost) bound to each item's coordinates around `body`.
+ir::Stmt index_space_for(const LowerContext& cx, const std::vector<Var>& vars,
+                         const std::vector<int64_t>& extents, bool every_thread,
+                         const ir::Stmt& body);
 /// Replaces variables by expressions.
 Expr substitute(const Expr& e, const std::map<uint64_t, Expr>& m);
 ir::Stmt substitute(const ir::Stmt& s, const std::map<uint64_t, Expr>& m);

@@ -179,9 +179,6 @@ public:
                          << "' but no fragment in it is indexed by all of the loop's variables; "
                             "the loop has no register layout to follow";
     // No register fragment: spread the iterations over the consumer threads.
-    int64_t n = 1;
-    for (int64_t e : p->extents)
-      n *= e;
     // A loop that stores into a local tile runs whole in every thread, so that every thread's
     // copy of the tile gets every element (other stores then write the same value from every
     // thread; atomics are issued by thread 0 only).
@@ -194,18 +191,7 @@ public:
     every_thread_ = every_thread;
     ir::Stmt body = mutate(p->body);
     every_thread_ = false;
-    return element_for(cx_, n, every_thread, [&](Expr e) {
-      ir::Stmt b = body;
-      std::vector<Expr> vals(p->vars.size());
-      int64_t stride = 1;
-      for (int d = static_cast<int>(p->vars.size()) - 1; d >= 0; --d) {
-        vals[d] = (e / stride) % p->extents[d];
-        stride *= p->extents[d];
-      }
-      for (int d = static_cast<int>(p->vars.size()) - 1; d >= 0; --d)
-        b = ir::Let::make(p->vars[d], vals[d], b);
-      return b;
-    });
+    return index_space_for(cx_, p->vars, p->extents, every_thread, body);
   }
 
 protected:

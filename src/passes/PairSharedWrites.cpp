@@ -243,24 +243,11 @@ ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
       (vector_loads ? ", " + std::to_string(vector_loads) + " shared read(s) as vector loads"
                     : "") +
       ")");
+  std::vector<Var> vars = p->vars;
   std::vector<int64_t> ext = p->extents;
+  vars.back() = jj;
   ext.back() /= W;
-  int64_t n = 1;
-  for (int64_t e : ext)
-    n *= e;
-  return strided_for(cx, n, [&](Expr e) {
-    ir::Stmt b = body;
-    int64_t stride = 1;
-    std::vector<Expr> vals(ext.size());
-    for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
-      vals[d] = (e / stride) % ext[d];
-      stride *= ext[d];
-    }
-    b = ir::Let::make(jj, vals.back(), b);
-    for (int d = static_cast<int>(ext.size()) - 2; d >= 0; --d)
-      b = ir::Let::make(p->vars[d], vals[d], b);
-    return b;
-  });
+  return index_space_for(cx, vars, ext, false, body);
 }
 
 } // namespace tp::passes
