@@ -525,6 +525,14 @@ TP_DEVICE void sched_finish(int* sched) {
   }
 }
 
+/// The tj-th tile of a persistent kernel launched in clusters of C blocks along x: tiles (pairs
+/// of the kernel's tiles, one a block) are dealt to the clusters in turn. No counter: both
+/// blocks of a cluster compute the same sequence.
+template <int C>
+TP_DEVICE int sched_dealt(int tj) {
+  return static_cast<int>(blockIdx.x / C) + tj * static_cast<int>(gridDim.x / C);
+}
+
 TP_DEVICE void sched_post(uint32_t slot, int tile) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(slot), "r"(tile) : "memory");
 }

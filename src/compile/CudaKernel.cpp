@@ -299,18 +299,33 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
   for (auto& st : strides)
     params.push_back(&st);
   rt::LaunchConfig cfg;
+  cfg.block = {static_cast<unsigned>(v.lowered->block_threads), 1, 1};
+  cfg.shared_bytes = static_cast<unsigned>(v.lowered->smem_bytes);
+  cfg.stream = stream;
   CUdeviceptr sched = 0;
+  const unsigned c = static_cast<unsigned>(std::max(1, v.lowered->cluster_y));
   if (v.lowered->persistent) {
     // The kernel walks its own grid as tiles; launch what the GPU holds at once (at most one
     // block per tile). The counter starts at zero and the kernel's last block leaves it so.
-    if (!v.persistent_grid_cap)
+    // In clusters of c, a tile is a column of c blocks (the kernel rounds its rows up to whole
+    // clusters) and the launch is along x, in whole clusters.
+    if (c > 1) cfg.cluster = {c, 1, 1};
+    if (!v.persistent_grid_cap) {
       v.persistent_grid_cap =
           persistent_grid(v.jit.fn, v.lowered->block_threads, v.lowered->smem_bytes);
-    uint64_t tiles = uint64_t{grid[0]} * grid[1] * grid[2];
+      if (c > 1) {
+        rt::LaunchConfig probe = cfg;
+        probe.grid = {v.persistent_grid_cap / c * c, 1, 1};
+        const int clusters = rt::max_active_clusters(v.jit.fn, probe);
+        v.persistent_grid_cap = clusters > 0 ? static_cast<unsigned>(clusters) * c
+                                             : std::max(c, v.persistent_grid_cap / c * c);
+      }
+    }
+    uint64_t tiles = uint64_t{grid[0]} * ((grid[1] + c - 1) / c) * grid[2];
     if (tiles >= (uint64_t{1} << 31))
       user_error() << "kernel '" << k.name << "': " << tiles
                    << " tiles for these shapes; a persistent kernel counts them in 32 bits";
-    grid = {static_cast<unsigned>(std::min<uint64_t>(tiles, v.persistent_grid_cap)), 1, 1};
+    grid = {static_cast<unsigned>(std::min<uint64_t>(tiles * c, v.persistent_grid_cap)), 1, 1};
     auto it = sched_.find(stream);
     if (it == sched_.end()) {
       rt::DeviceBuffer b(2 * sizeof(int));
@@ -319,20 +334,16 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
     }
     sched = it->second.ptr();
     params.push_back(&sched);
-  }
-  if (int c = v.lowered->cluster_y; c > 1) {
+  } else if (c > 1) {
     // Pairs of blocks along y: the spare block of an odd count loads zeros and stores nothing.
     grid[1] = (grid[1] + c - 1) / c * c;
     if (grid[1] > 65535)
       user_error() << "kernel '" << k.name << "': grid dimension 1 is " << grid[1]
                    << " after rounding up to the cluster of " << c
                    << ", outside what CUDA launches";
-    cfg.cluster = {1, static_cast<unsigned>(c), 1};
+    cfg.cluster = {1, c, 1};
   }
   cfg.grid = grid;
-  cfg.block = {static_cast<unsigned>(v.lowered->block_threads), 1, 1};
-  cfg.shared_bytes = static_cast<unsigned>(v.lowered->smem_bytes);
-  cfg.stream = stream;
   rt::launch(v.jit.fn, cfg, params.data());
   rt::note_launch(k.name, cfg); // what a fault reported by a later call names
 }

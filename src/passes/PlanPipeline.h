@@ -70,9 +70,11 @@ struct PipelinePlan {
   /// CTAs per thread-block cluster along grid y (the kernel's "cluster" annotation, honoured
   /// when some loop load can be multicast): the pair of blocks (bx, 2c) and (bx, 2c+1).
   int cluster = 1;
-  /// Persistent (the kernel's "persistent" annotation; not with cluster=2): a grid of about one
-  /// block per SM whose producer takes tiles from a launch-wide counter and hands each tile's index
-  /// to the consumers, so one tile's epilogue overlaps the next tile's loads (LowerTileOps.cpp).
+  /// Persistent (the kernel's "persistent" annotation): a grid of about one block per SM whose
+  /// producer takes tiles from a launch-wide counter and hands each tile's index to the
+  /// consumers, so one tile's epilogue overlaps the next tile's loads (LowerWarpSpecialized.cpp).
+  /// With cluster=2 the grid is of pairs of blocks, and each pair walks pairs of tiles (bx, 2c)
+  /// and (bx, 2c+1) in a fixed order instead of taking tickets: both blocks must get the same.
   bool persistent = false;
   /// Ping-pong (the loop's schedule asks for it): consumer warpgroups take turns at the
   /// tensor cores. Each runs its loop's second gemm and the next iteration's first as one turn,

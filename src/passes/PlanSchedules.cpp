@@ -57,15 +57,12 @@ void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
   plan.cluster = 2;
 }
 
-/// The "persistent" annotation is honoured for warp-specialized kernels without clusters (a
-/// cluster's pair of blocks would have to take tiles together).
+/// The "persistent" annotation is honoured for warp-specialized kernels. With a cluster, the
+/// pair of blocks takes its tiles together: the tiles are then pairs of tiles, dealt to the
+/// clusters in a fixed order (LowerWarpSpecialized.cpp) so that both blocks agree on each one.
 void plan_persistent(const ir::KernelNode& k, PipelinePlan& plan) {
   auto it = k.attrs.find("persistent");
   if (it == k.attrs.end() || it->second == "0") return;
-  if (plan.cluster > 1)
-    user_error(k.loc) << "kernel '" << k.name
-                      << "': persistent=1 and cluster=2 cannot be combined (a cluster's pair of "
-                         "blocks would have to take tiles together); drop one annotation";
   plan.persistent = true;
 }
 
@@ -117,7 +114,7 @@ void plan_overlap(const LayoutInfo& layouts, PipelinePlan& plan) {
 
 void plan_warp_specialized_schedules(const ir::KernelNode& k, const LayoutInfo& layouts,
                                      PipelinePlan& plan) {
-  plan_cluster(k, plan); // first: persistence is refused with a cluster
+  plan_cluster(k, plan); // first: persistence walks a cluster's tiles in pairs
   plan_persistent(k, plan);
   plan_pingpong(plan);
   plan_overlap(layouts, plan);

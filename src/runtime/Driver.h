@@ -58,6 +58,7 @@ namespace tp::rt {
 // Newer entry points: null when the driver predates them; callers check.
 #define TILEPILOT_CU_OPTIONAL_FUNCS(X)                                                             \
   X(cuLaunchKernelEx)                                                                              \
+  X(cuOccupancyMaxActiveClusters)                                                                  \
   X(cuTensorMapEncodeTiled)
 
 struct Driver {

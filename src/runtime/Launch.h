@@ -42,6 +42,11 @@ struct LaunchConfig {
   CUstream stream = nullptr;
 };
 
+/// How many clusters of `config`'s shape can run at once (cuOccupancyMaxActiveClusters: a
+/// cluster's blocks must fit in one GPC, so this can be less than the SMs' count divided by the
+/// cluster's size); 0 when the driver predates the query.
+int max_active_clusters(CUfunction fn, const LaunchConfig& config);
+
 /// Launches `fn` with `args` (one pointer per kernel parameter). Raises the function's dynamic
 /// shared memory limit when `shared_bytes` exceeds the 48 KiB default, and reports a request over
 /// the device's opt-in limit as a UserError naming both numbers.

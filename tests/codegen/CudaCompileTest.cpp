@@ -237,6 +237,28 @@ TEST(WgmmaPipeline, ClearFoldedIntoScaleDKeepsWgmmaAsync) {
       << zeroed.compiled.log;
 }
 
+// persistent=1 with cluster=2: the pair of blocks cannot take tickets one by one, so columns of
+// two tiles are dealt to the clusters in turn; the launch is of whole clusters along x, and
+// the kernel still multicasts B without spills or serialized wgmma.
+TEST(ClusterGemm, PersistentClustersAreDealtPairsOfTiles) {
+  const ops::Operator& op = ops::find_operator("gemm");
+  ops::Problem p = op.parse(ops::parse_kv("M=4096,N=4096,K=4096", "shape"), DType::bf16);
+  ops::Config c = ops::parse_config(
+      "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,cluster=2,persistent=1");
+  ops::check_config(op, p, c, "sm_90a");
+  cuda::LoweredKernel lk = cuda::lower_kernel(op.build(p, c), passes::Target::parse("sm_90a"));
+  EXPECT_TRUE(lk.persistent);
+  EXPECT_EQ(lk.cluster_y, 2);
+  EXPECT_NE(lk.source.find("tp::cg::sched_dealt<2>(tj)"), std::string::npos);
+  EXPECT_EQ(lk.source.find("sched_next"), std::string::npos) << "no tickets in a cluster";
+  EXPECT_EQ(lk.source.find("sched_finish"), std::string::npos);
+  rt::JitKernel j = rt::jit_compile_only(lk.source, lk.entry, lk.canonical_ir, "sm_90a", {});
+  EXPECT_NE(j.compiled.ptx.find(".multicast::cluster"), std::string::npos);
+  rt::ResourceUsage u = rt::resource_usage(j.compiled.log, lk.entry);
+  EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+  EXPECT_FALSE(u.wgmma_serialized) << u.raw;
+}
+
 TEST(ClusterGemm, OnlyOneOrTwo) {
   const ops::Operator& op = ops::find_operator("gemm");
   ops::Problem p = op.parse(ops::parse_kv("M=256,N=256,K=256", "shape"), DType::bf16);

@@ -50,6 +50,16 @@ std::vector<Case> cases() {
                  "bm=64,bn=64,bk=64,stages=4,threads=128,cluster=2"});
   out.push_back({"gemm", "M=8,N=264,K=520,layout=nn", DType::bf16,
                  "bm=64,bn=64,bk=64,stages=8,threads=128,cluster=2"});
+  // Persistent clusters: pairs of tiles dealt to the clusters in turn, several each (and stage
+  // and parity carried across them); odd block-row counts (25, 9) give pairs whose second
+  // block only loads; a shape with fewer pairs than clusters leaves clusters idle.
+  for (std::string layout : {"nn", "nt", "tn"})
+    out.push_back({"gemm", "M=3200,N=3000,K=520,layout=" + layout, DType::bf16,
+                   "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8,cluster=2,persistent=1"});
+  out.push_back({"gemm", "M=1100,N=2000,K=1000", DType::f16,
+                 "bm=128,bn=128,bk=64,stages=4,threads=256,cluster=2,persistent=1"});
+  out.push_back({"gemm", "M=300,N=264,K=200,layout=nt", DType::bf16,
+                 "bm=64,bn=64,bk=64,stages=4,threads=128,cluster=2,persistent=1"});
   // Persistent kernels: more tiles than SMs, so blocks take several tiles and the pipeline's
   // stage and parity carry across tiles (9 k-steps per tile: odd, so parities alternate).
   for (std::string layout : {"nn", "nt", "tn"})

@@ -2,6 +2,7 @@
 // with tp::cg::f, stores round with tp::cg::as<T>), int and bool.
 #include "codegen/cuda/CodeGenCUDA.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <fmt/format.h>
@@ -128,18 +129,23 @@ public:
         << in_.block_threads << ");\n";
     if (in_.plan.persistent) {
       // The launch grid is about one block per SM; the kernel's own grid is walked as tiles.
+      // With clusters along y its rows are rounded up to whole clusters (the spare block of an
+      // odd count loads zeros and stores nothing), and a tile is a cluster's column of blocks.
+      const int c = blocks_per_tile();
       static const char* g[] = {"tp_gx", "tp_gy", "tp_gz"};
       for (size_t i = 0; i < 3; ++i) {
         indent();
         os_ << "const int " << g[i] << " = ";
+        if (i == 1 && c > 1) os_ << "(";
         if (i < k.grid.size())
           visit(k.grid[i]);
         else
           os_ << 1;
+        if (i == 1 && c > 1) os_ << " + " << c - 1 << ") / " << c << " * " << c;
         os_ << ";\n";
       }
       indent();
-      os_ << "const int tp_tiles = tp_gx * tp_gy * tp_gz;\n";
+      os_ << "const int tp_tiles = tp_gx * (tp_gy / " << c << ") * tp_gz;\n";
     } else {
       emit_block_indices({"blockIdx.x", "blockIdx.y", "blockIdx.z"},
                          {"(int)gridDim.x", "(int)gridDim.y"});
@@ -200,8 +206,13 @@ protected:
       line("const int " + name(i) + " = " + bid[i] + ";");
   }
 
+  /// Blocks of a persistent kernel's cluster (along the grid's y), which take one tile each of
+  /// a cluster tile; 1 without clusters.
+  int blocks_per_tile() const { return in_.plan.persistent ? std::max(1, in_.plan.cluster) : 1; }
+
   /// A persistent kernel's tile `t` as block indices of the kernel's grid, x fastest (the order
-  /// in which the hardware would have started the blocks).
+  /// in which the hardware would have started the blocks). In clusters of c blocks (launched
+  /// along x), `t` names a column of c blocks and the block's rank in its cluster picks one.
   void emit_tile_indices(const Expr& t) {
     auto line = [&](const std::string& pre, const std::string& post) {
       indent();
@@ -209,9 +220,15 @@ protected:
       visit(t);
       os_ << post << "\n";
     };
+    const int c = blocks_per_tile();
+    const std::string rows = c > 1 ? "(tp_gy / " + std::to_string(c) + ")" : "tp_gy";
     line("const int tp_vx = (", ") % tp_gx;");
-    line("const int tp_vy = ((", ") / tp_gx) % tp_gy;");
-    line("const int tp_vz = (", ") / (tp_gx * tp_gy);");
+    if (c > 1)
+      line("const int tp_vy = (((", ") / tp_gx) % " + rows + ") * " + std::to_string(c) +
+                                    " + (int)(blockIdx.x % " + std::to_string(c) + ");");
+    else
+      line("const int tp_vy = ((", ") / tp_gx) % tp_gy;");
+    line("const int tp_vz = (", ") / (tp_gx * " + rows + ");");
     emit_block_indices({"tp_vx", "tp_vy", "tp_vz"}, {"tp_gx", "tp_gy"});
   }
 

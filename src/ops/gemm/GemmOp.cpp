@@ -187,12 +187,8 @@ Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
 
 void GemmOp::validate(const Problem&, const Config& c) const {
   // Every knob's domain is its Knob's (check_config); the compiler reports a tile that does
-  // not fit in its own words. The one rule between knobs is the pipeline plan's (a cluster's
-  // pair of blocks cannot take tiles from the persistent counter one by one), said here in the
-  // knobs' words so a tuner space or a pinned config hears it before building.
-  if (c.count("cluster") && c.at("cluster") == 2 && c.count("persistent") &&
-      c.at("persistent") == 1)
-    user_error() << "gemm: cluster=2 and persistent=1 cannot be combined; use one of them";
+  // not fit in its own words. The one rule between knobs is said here in the knobs' words, so
+  // a tuner space or a pinned config hears it before building.
   // The split kernel has neither schedule: its blocks take one tile's share of K each.
   if (splitk::splits_of(c) > 1 && ((c.count("cluster") && c.at("cluster") > 1) ||
                                    (c.count("persistent") && c.at("persistent"))))
