@@ -48,8 +48,8 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
          << std::count_if(p.loads.begin(), p.loads.end(), [](auto& l) { return l.multicast; })
          << "\n";
     if (p.persistent && p.cluster > 1)
-      os << "// persistent: about one cluster per " << p.cluster
-         << " SMs, columns of " << p.cluster << " tiles dealt to the clusters in turn\n";
+      os << "// persistent: about one cluster per " << p.cluster << " SMs, columns of " << p.cluster
+         << " tiles dealt to the clusters in turn\n";
     else if (p.persistent)
       os << "// persistent: about one block per SM, tiles taken from a launch-wide counter\n";
     if (p.pingpong) os << "// ping-pong: consumer warpgroups take turns at the tensor cores\n";

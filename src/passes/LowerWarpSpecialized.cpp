@@ -358,13 +358,12 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
              call("tp.block_indices", {tile}), producer_work, advance_it(n)});
     // The blocks of a cluster work on one pair of tiles at a time, so they cannot take tickets
     // one by one: the pairs are dealt in a fixed order instead (cluster c takes c, c + the
-    // number of clusters, ...), which both blocks compute alike. Every tile costs the same
-    // number of loop iterations here, so the fixed order loses no balance.
+    // number of clusters, ...), which both blocks compute alike. Tiles whose loops run
+    // the same number of times (a GEMM's) lose no balance to the fixed order.
     const bool dealt = plan.cluster > 1;
-    Expr ticket =
-        dealt ? call_expr("tp::cg::sched_dealt<" + std::to_string(plan.cluster) + ">", {tj},
-                          DType::i32)
-              : call_expr("tp::cg::sched_next", {sched}, DType::i32);
+    Expr ticket = dealt ? call_expr("tp::cg::sched_dealt<" + std::to_string(plan.cluster) + ">",
+                                    {tj}, DType::i32)
+                        : call_expr("tp::cg::sched_next", {sched}, DType::i32);
     per_tile = ir::Let::make(tile, ticket, per_tile);
     producer_work = seq({init_it(), serial_for(tj, Expr(0), tiles + 1, per_tile)});
     if (!dealt) producer_work = seq({producer_work, call("tp::cg::sched_finish", {sched})});

@@ -32,6 +32,20 @@ void plan_cluster(const ir::KernelNode& k, PipelinePlan& plan) {
     if (i != 1) allowed.insert(ir::as<ir::Variable>(k.block_vars[i])->uid);
   for (const Var& d : k.dims)
     allowed.insert(ir::as<ir::Variable>(d)->uid);
+  // A multicast stage is refilled only when both blocks have freed it, so the two must run the
+  // loop the same number of times: its bounds may not read the y block index (or anything
+  // else that could differ between them). A pair that parted would wait forever.
+  VarUses bounds;
+  bounds.visit(plan.loop->min);
+  bounds.visit(plan.loop->extent);
+  for (uint64_t id : bounds.uids)
+    if (!allowed.count(id) || id == ir::as<ir::Variable>(plan.loop->var)->uid)
+      user_error(plan.loop->loc)
+          << "kernel '" << k.name
+          << "': cluster=2 needs the pipelined loop to run the same number of times in both "
+             "blocks of a pair, but its bounds read something other than the x/z block "
+             "indices, the kernel's sizes and constants (such as the y block index); drop the "
+             "cluster annotation or make the bounds the same for both";
   int shared = 0;
   for (TmaLoad& l : plan.loads) {
     bool by_rows = l.boxes % 2 != 0;

@@ -4,6 +4,9 @@
 // (the next plan down runs), and the plan each honoured request gets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "PipelinedGemv.h"
 #include "ir/IRPrinter.h"
 #include "ops/gemm/GemmOp.h"
@@ -215,6 +218,45 @@ TEST(PlanSchedule, PersistentRequestNeedsTheWarpSpecializedPlan) {
   std::string e = user_error_of([&] { plan_for(k, "sm_90a"); });
   EXPECT_NE(e.find("persistent=1 needs the TMA warp-specialized pipeline"), std::string::npos) << e;
   EXPECT_NE(plan_for(k, "sm_80").not_applied.find("persistent=1 not applied"), std::string::npos);
+}
+
+/// A GEMM-shaped kernel in 2-block clusters along y whose loop runs `trips(by)` times.
+Kernel clustered_gemm(const std::function<Expr(Var, Dim)>& trips, bool persistent) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  return kernel("clustered", {A, B, C}, grid(ceildiv(N, 128), ceildiv(M, 128)), threads(256),
+                [&](Var bx, Var by) {
+                  annotate("cluster", "2");
+                  if (persistent) annotate("persistent", "1");
+                  Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 128}, bf16);
+                  Tile acc = alloc_fragment({128, 128}, f32);
+                  clear(acc);
+                  pipelined(trips(by, K), 3, [&](Var k) {
+                    copy(A.tile(by * 128, k * 64), as);
+                    copy(B.tile(k * 64, bx * 128), bs);
+                    gemm(as, bs, acc);
+                  });
+                  copy(acc, C.tile(by * 128, bx * 128));
+                });
+}
+
+// Clusters with and without persistence: B's load is multicast; persistence is planned with
+// the cluster (its pairs take tiles together). A loop whose trip count reads the y block index
+// could differ between the pair's blocks, and a multicast stage waits for both: refused.
+TEST(PlanSchedule, ClusterNeedsTheSameTripCountInBothBlocks) {
+  auto full = [](Var, Dim K) { return ceildiv(K, 64); };
+  for (bool persistent : {false, true}) {
+    passes::PipelinePlan p = plan_for(clustered_gemm(full, persistent), "sm_90a");
+    EXPECT_EQ(p.cluster, 2);
+    EXPECT_EQ(p.persistent, persistent);
+    EXPECT_EQ(std::count_if(p.loads.begin(), p.loads.end(), [](auto& l) { return l.multicast; }),
+              1);
+  }
+  auto causal = [](Var by, Dim K) { return min(ceildiv(K, 64), by * 2 + 2); };
+  std::string e = user_error_of([&] { plan_for(clustered_gemm(causal, true), "sm_90a"); });
+  EXPECT_NE(e.find("cluster=2 needs the pipelined loop to run the same number of times"),
+            std::string::npos)
+      << e;
 }
 
 // The schedule is part of the kernel's IR text, so the kernel cache tells two schedules of one

@@ -225,7 +225,7 @@ protected:
     line("const int tp_vx = (", ") % tp_gx;");
     if (c > 1)
       line("const int tp_vy = (((", ") / tp_gx) % " + rows + ") * " + std::to_string(c) +
-                                    " + (int)(blockIdx.x % " + std::to_string(c) + ");");
+                                        " + (int)(blockIdx.x % " + std::to_string(c) + ");");
     else
       line("const int tp_vy = ((", ") / tp_gx) % tp_gy;");
     line("const int tp_vz = (", ") / (tp_gx * " + rows + ");");
