@@ -1,0 +1,124 @@
+// The warp-specialized lowering (LowerWarpSpecialized.cpp) on a tiny one-gemm kernel: what it
+// decided, read from the device-library calls of the lowered body. How tiles are scheduled
+// (a ticket counter, or pairs dealt in turn to clusters), how many consumer warps free each
+// stage (the peer's too, in a cluster), how the CTAs of a cluster meet, and the register split
+// between producer and consumers.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tilepilot/tilepilot.h>
+
+#include "LoweredBody.h"
+#include "ir/IRVisitor.h"
+
+using namespace tp;
+
+namespace {
+
+/// C = A B over 128 x 128 tiles in a 3-stage pipeline, `threads` consumer threads, with the
+/// kernel-level annotations asked for.
+Kernel one_gemm(int threads, bool persistent, bool cluster) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
+  return kernel("one_gemm", {A, B, C}, grid(ceildiv(N, 128), ceildiv(M, 128)), tp::threads(threads),
+                [&](Var bx, Var by) {
+                  if (persistent) annotate("persistent", "1");
+                  if (cluster) annotate("cluster", "2");
+                  Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 128}, bf16);
+                  Tile acc = alloc_fragment({128, 128}, f32);
+                  clear(acc);
+                  pipelined(ceildiv(K, 64), 3, [&](Var k) {
+                    copy(A.tile(by * 128, k * 64), as);
+                    copy(B.tile(k * 64, bx * 128), bs);
+                    gemm(as, bs, acc);
+                  });
+                  copy(acc, C.tile(by * 128, bx * 128));
+                });
+}
+
+/// The device-library calls of the lowered body: how often each name appears, and the
+/// constant arguments of the first call of each name.
+struct Calls {
+  std::map<std::string, int> count;
+  std::map<std::string, std::vector<int64_t>> first_args;
+  int n(const std::string& name) const { return count.count(name) ? count.at(name) : 0; }
+};
+
+Calls calls_of(const Kernel& k) {
+  struct Collect : ir::IRVisitor {
+    Calls out;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Intrinsic* c) override {
+      if (out.count[c->name]++ == 0)
+        for (const Expr& a : c->args)
+          if (const auto* i = ir::as<ir::IntImm>(a)) out.first_args[c->name].push_back(i->value);
+      ir::IRVisitor::visit(c);
+    }
+  } v;
+  v.visit(tp::testing::lowered_body(k, passes::Target::parse("sm_90a")));
+  return v.out;
+}
+
+} // namespace
+
+// Without annotations: one tile a block; the block's threads meet at a block barrier before
+// the roles split, and each stage is freed by the block's own 8 consumer warps.
+TEST(LowerWarpSpecialized, PlainBlockOwnsOneTile) {
+  Calls c = calls_of(one_gemm(256, false, false));
+  EXPECT_EQ(c.n("tp::cg::sched_next"), 0);
+  EXPECT_EQ(c.n("tp::cg::cluster_sync"), 0);
+  EXPECT_EQ(c.n("tp::block::sync"), 1);
+  ASSERT_EQ(c.first_args["tp::cg::init_pipeline<3>"].size(), 1u);
+  EXPECT_EQ(c.first_args["tp::cg::init_pipeline<3>"][0], 8);
+  EXPECT_GT(c.n("tp::cg::warp_arrive"), 0);
+}
+
+// Persistent: the producer takes tickets from the launch's counter and the last block resets
+// it; the consumers read each tile's index from the slot the producer posts.
+TEST(LowerWarpSpecialized, PersistentBlocksTakeTickets) {
+  Calls c = calls_of(one_gemm(256, true, false));
+  EXPECT_EQ(c.n("tp::cg::sched_next"), 1);
+  EXPECT_EQ(c.n("tp::cg::sched_finish"), 1);
+  EXPECT_EQ(c.n("tp::cg::sched_post"), 1);
+  EXPECT_EQ(c.n("tp::cg::sched_read"), 1);
+  EXPECT_EQ(c.n("tp::cg::sched_dealt<2>"), 0);
+  EXPECT_EQ(c.n("tp::cg::init_persistent"), 1);
+}
+
+// A cluster: each stage is freed by the consumer warps of both CTAs (remote arrivals), and the
+// CTAs meet before any peer signals a barrier and again before either exits.
+TEST(LowerWarpSpecialized, ClusterStagesWaitForBothBlocks) {
+  Calls c = calls_of(one_gemm(256, false, true));
+  EXPECT_EQ(c.first_args["tp::cg::init_pipeline<3>"][0], 16);
+  EXPECT_GT(c.n("tp::cg::warp_arrive_cluster<2>"), 0);
+  EXPECT_EQ(c.n("tp::cg::cluster_sync"), 2);
+  EXPECT_EQ(c.n("tp::block::sync"), 0);
+}
+
+// Persistent clusters: no counter (the pair would have to agree on each ticket); the tiles are
+// dealt in turn, and the rest of the persistent hand-over stays.
+TEST(LowerWarpSpecialized, PersistentClustersAreDealtTiles) {
+  Calls c = calls_of(one_gemm(256, true, true));
+  EXPECT_EQ(c.n("tp::cg::sched_dealt<2>"), 1);
+  EXPECT_EQ(c.n("tp::cg::sched_next"), 0);
+  EXPECT_EQ(c.n("tp::cg::sched_finish"), 0);
+  EXPECT_EQ(c.n("tp::cg::sched_post"), 1);
+  EXPECT_EQ(c.n("tp::cg::sched_read"), 1);
+  EXPECT_EQ(c.first_args["tp::cg::init_pipeline<3>"][0], 16);
+  EXPECT_EQ(c.n("tp::cg::cluster_sync"), 2);
+}
+
+// The register rule (split_registers): the producer keeps 40 when the consumers still reach
+// 240, else 24; the consumers take what the 65,536 registers leave, in multiples of 8.
+TEST(LowerWarpSpecialized, RegisterSplitFollowsTheRule) {
+  struct Want {
+    int threads, producer, consumer;
+  };
+  for (Want w : {Want{128, 40, 240}, Want{256, 24, 240}, Want{384, 24, 160}}) {
+    Calls c = calls_of(one_gemm(w.threads, false, false));
+    EXPECT_EQ(c.n("tp::warpgroup::setmaxnreg_dec<" + std::to_string(w.producer) + ">"), 1)
+        << w.threads;
+    EXPECT_EQ(c.n("tp::warpgroup::setmaxnreg_inc<" + std::to_string(w.consumer) + ">"), 1)
+        << w.threads;
+  }
+}
