@@ -6,6 +6,11 @@
 // same run, and ptxas' registers. The results are not checked here (the lessons check them);
 // this program only compares configs and code generation.
 // Usage: bench_memory_bound [--quick]    (--quick: each lesson's own config only)
+//        bench_memory_bound --source NAME   the CUDA of the variant for unaligned rows (no TMA)
+//                                           of every case named NAME (elementwise, transpose,
+//                                           gemv) at its first config of each staging; no GPU
+//                                           needed
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -18,7 +23,11 @@ using namespace tp;
 
 namespace {
 
-Kernel scaled_add(int64_t bm, int64_t bn, int nthreads) {
+/// `staged`: the result goes out through a shared tile (copy fragment -> shared -> global), whose
+/// store the compiler cuts into the destination's aligned 16-byte blocks whatever the row's
+/// alignment; without it the fragment's runs are stored directly, in narrower pieces where a
+/// row is not 16-byte aligned.
+Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, bool staged = false) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, bf16);
   Tensor scale("scale", {1}, f32);
@@ -31,7 +40,13 @@ Kernel scaled_add(int64_t bm, int64_t bn, int nthreads) {
                   parallel({bm, bn}, [&](Var i, Var j) {
                     c(i, j) = (cast(f32, a(i, j)) + cast(f32, b(i, j))) * scale(0);
                   });
-                  copy(c, C.tile(by * bm, bx * bn));
+                  if (!staged) {
+                    copy(c, C.tile(by * bm, bx * bn));
+                    return;
+                  }
+                  Tile out = alloc_shared({bm, bn}, bf16);
+                  copy(c, out);
+                  copy(out, C.tile(by * bm, bx * bn));
                 });
 }
 
@@ -70,13 +85,22 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt, Loop loop = Loop::se
   });
 }
 
-Kernel transpose(int64_t b, int nthreads) {
+/// `staged`: the transposed tile is built in a second shared tile and copied out from there
+/// (aligned 16-byte blocks of B's rows) instead of from a fragment.
+Kernel transpose(int64_t b, int nthreads, bool staged = false) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
   return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(nthreads),
                 [&](Var bx, Var by) {
-                  Tile s = alloc_shared({b, b}, bf16), t = alloc_fragment({b, b}, bf16);
+                  Tile s = alloc_shared({b, b}, bf16);
                   copy(A.tile(by * b, bx * b), s);
+                  if (staged) {
+                    Tile u = alloc_shared({b, b}, bf16);
+                    parallel({b, b}, [&](Var i, Var j) { u(i, j) = s(j, i); });
+                    copy(u, B.tile(bx * b, by * b));
+                    return;
+                  }
+                  Tile t = alloc_fragment({b, b}, bf16);
                   parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); });
                   copy(t, B.tile(bx * b, by * b));
                 });
@@ -130,17 +154,20 @@ std::string cfg(std::initializer_list<std::pair<const char*, int64_t>> kv) {
 
 int main(int argc, char** argv) {
   const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
-  if (argc > 2 || (argc == 2 && !quick)) {
-    std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+  const bool source = argc == 3 && std::strcmp(argv[1], "--source") == 0;
+  if (argc > 3 || (argc == 2 && !quick) || (argc == 3 && !source)) {
+    std::fprintf(stderr, "usage: %s [--quick | --source elementwise|transpose|gemv]\n", argv[0]);
     return 2;
   }
   std::string why;
-  if (!gpu_available(&why)) {
+  if (!source && !gpu_available(&why)) {
     std::fprintf(stderr, "%s: needs a CUDA GPU: %s\n", argv[0], why.c_str());
     return 2;
   }
-  copy_tbs = measure_copy_bandwidth() / 1e3;
-  std::printf("device-to-device copy: %.2f TB/s\n", copy_tbs);
+  if (!source) {
+    copy_tbs = measure_copy_bandwidth() / 1e3;
+    std::printf("device-to-device copy: %.2f TB/s\n", copy_tbs);
+  }
   std::vector<Case> cases;
   struct TileConfig { // a tile's rows and columns (bm x bn, or bm x bk), and threads a block
     int64_t rows, cols;
@@ -150,11 +177,13 @@ int main(int argc, char** argv) {
   if (!quick) ew.insert(ew.end(), {{64, 128, 128}, {32, 256, 256}, {16, 256, 128}, {64, 256, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8191, 8193}, {8192, 8192}})
     for (const TileConfig& t : ew)
-      cases.push_back({"elementwise",
-                       cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}),
-                       [t] { return scaled_add(t.rows, t.cols, t.threads); },
-                       {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}},
-                       double(M) * N * 6});
+      for (bool staged : {false, true})
+        cases.push_back({"elementwise",
+                         cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}) +
+                             (staged ? ",staged" : ""),
+                         [t, staged] { return scaled_add(t.rows, t.cols, t.threads, staged); },
+                         {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}},
+                         double(M) * N * 6});
   std::vector<TileConfig> gv = {{16, 256, 256}};
   if (!quick)
     gv.insert(gv.end(),
@@ -186,11 +215,27 @@ int main(int argc, char** argv) {
   if (!quick) tr.insert(tr.end(), {{32, 128}, {64, 256}, {128, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})
     for (auto [b, th] : tr)
-      cases.push_back({"transpose",
-                       cfg({{"b", b}, {"threads", th}}),
-                       [b = b, th = th] { return transpose(b, th); },
-                       {{bf16, {M, N}}, {bf16, {N, M}}},
-                       double(M) * N * 4});
+      for (bool staged : {false, true})
+        cases.push_back({"transpose",
+                         cfg({{"b", b}, {"threads", th}}) + (staged ? ",staged" : ""),
+                         [b = b, th = th, staged] { return transpose(b, th, staged); },
+                         {{bf16, {M, N}}, {bf16, {N, M}}},
+                         double(M) * N * 4});
+  if (source) {
+    std::vector<std::string> shown;
+    for (const Case& c : cases) {
+      const std::string staging = c.config.find("staged") == std::string::npos ? "" : "staged";
+      if (c.name != argv[2] || std::find(shown.begin(), shown.end(), staging) != shown.end())
+        continue;
+      shown.push_back(staging);
+      std::printf("// %s %s\n%s\n", c.name.c_str(), c.config.c_str(),
+                  compile(c.make(), {.arch = "sm_90a"}).source(false).c_str());
+    }
+    if (!shown.empty()) return 0;
+    std::fprintf(stderr, "%s: no case named %s; use elementwise, transpose or gemv\n", argv[0],
+                 argv[2]);
+    return 2;
+  }
   for (const Case& c : cases)
     run(c);
   return 0;

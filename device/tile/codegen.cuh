@@ -388,6 +388,29 @@ TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   ld_issue<N>(raw, g, slack);
   ld_take<N>(regs, raw, g);
 }
+/// Where an E-byte element's address falls in its 16-byte block, in elements (0 when aligned).
+template <int E>
+TP_DEVICE int elems_into16(const void* p) {
+  return static_cast<int>((reinterpret_cast<unsigned long long>(p) & 15ull) / E);
+}
+/// One aligned 16-byte global block from a shared row of 16-bit elements: its 8 elements start
+/// `shift` (0..7) elements into the 16-byte chunk at s0 and run on into the next chunk, s1
+/// (read only when shift > 0). g is 16-byte aligned. Shared memory takes the unaligned gather
+/// (two aligned loads and funnel shifts), so the global store is one whole aligned block.
+template <typename T>
+TP_DEVICE void st_block_from_shared(T* g, const T* s0, const T* s1, int shift) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  const Vec16 a = *reinterpret_cast<const Vec16*>(s0);
+  Vec16 out = a;
+  if (shift != 0) {
+    const Vec16 b = *reinterpret_cast<const Vec16*>(s1);
+    const uint32_t w[8] = {a.w[0], a.w[1], a.w[2], a.w[3], b.w[0], b.w[1], b.w[2], b.w[3]};
+    const unsigned q = static_cast<unsigned>(shift) >> 1, bits = (shift & 1) * 16u;
+    for (int k = 0; k < 4; ++k)
+      out.w[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), bits);
+  }
+  *reinterpret_cast<Vec16*>(g) = out;
+}
 /// N adjacent elements of a shared-memory row into N registers, converted to the registers'
 /// type, in the widest accesses their size allows (16, 8 or 4 bytes): the caller guarantees the
 /// run starts aligned to min(its size, 16 bytes) and, past 16 bytes, lies in one linear row.
@@ -410,6 +433,34 @@ TP_DEVICE void lds_vec(D* regs, const S* s) {
       t[i] = s[i];
   }
   take_loaded<N>(regs, t);
+}
+/// N registers into N adjacent elements of a shared-memory row, rounded to the tile's type, in
+/// the widest stores their size allows (16, 8 or 4 bytes): the caller guarantees the run starts
+/// aligned to min(its size, 16 bytes) and, past 16 bytes, lies in one linear row (lds_vec's
+/// rule).
+template <int N, typename D, typename S>
+TP_DEVICE void sts_vec(D* s, const S* regs) {
+  constexpr int B = N * static_cast<int>(sizeof(D));
+  alignas(16) D t[N];
+  for (int i = 0; i < N; ++i) {
+    if constexpr (is_same<D, S>::value)
+      t[i] = regs[i];
+    else
+      t[i] = as<D>(f(regs[i]));
+  }
+  if constexpr (B % 16 == 0) {
+    for (int k = 0; k < B / 16; ++k)
+      reinterpret_cast<Vec16*>(s)[k] = reinterpret_cast<const Vec16*>(t)[k];
+  } else if constexpr (B % 8 == 0) {
+    for (int k = 0; k < B / 8; ++k)
+      reinterpret_cast<Vec8*>(s)[k] = reinterpret_cast<const Vec8*>(t)[k];
+  } else if constexpr (B % 4 == 0) {
+    for (int k = 0; k < B / 4; ++k)
+      reinterpret_cast<uint32_t*>(s)[k] = reinterpret_cast<const uint32_t*>(t)[k];
+  } else {
+    for (int i = 0; i < N; ++i)
+      s[i] = t[i];
+  }
 }
 /// N registers into N adjacent elements of a global row, rounded to the tensor's type.
 template <int N, typename D, typename S>

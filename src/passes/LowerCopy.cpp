@@ -167,20 +167,46 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
 /// run of `vec` registers holds `vec` adjacent elements of one tile row, starting at a multiple
 /// of vec; it is one access when its bytes are at most 16 and every row keeps that alignment
 /// (a linear row pitch that is a multiple of it; a swizzle moves whole 16-byte chunks).
-int shared_read_vector(const LowerContext& cx, const ir::Copy* op) {
-  const Buffer &S = op->src.buffer, &D = op->dst.buffer;
-  if (S->scope != Scope::shared || !cx.layouts.in_shared(S) || !ir::is_whole(op->src) ||
-      !ir::is_whole(op->dst) || S->rank() > 2 || S->const_shape() != D->const_shape())
+/// The same rule for writing a whole blocked-family fragment into a whole shared tile of its
+/// shape (tp::cg::sts_vec): `shared` is the tile's side, `frag` the fragment's.
+int shared_run(const LowerContext& cx, const ir::Copy* op, const Buffer& shared,
+               const Buffer& frag) {
+  if (shared->scope != Scope::shared || !cx.layouts.in_shared(shared) ||
+      !cx.layouts.in_registers(frag) || !ir::is_whole(op->src) || !ir::is_whole(op->dst) ||
+      shared->rank() > 2 || shared->const_shape() != frag->const_shape())
     return 0;
-  const FragmentLayout& l = cx.layouts.fragment(D);
+  const FragmentLayout& l = cx.layouts.fragment(frag);
   if (!l.elementwise() || l.kind == FragmentLayout::Kind::rows || l.vec < 2) return 0;
-  const int bytes = static_cast<int>(l.vec) * dtype_bytes(S->dtype);
+  const int bytes = static_cast<int>(l.vec) * dtype_bytes(shared->dtype);
   if (bytes != 4 && bytes != 8 && bytes != 16) return 0;
-  const SharedLayout& sl = cx.layouts.shared_layout(S);
+  const SharedLayout& sl = cx.layouts.shared_layout(shared);
   const int64_t pitch = (sl.cols + sl.pad) * sl.elem_bytes;
   if (sl.kind == SharedLayout::Kind::linear ? pitch % bytes != 0 : sl.swizzle_bytes % 16 != 0)
     return 0;
   return static_cast<int>(l.vec);
+}
+int shared_read_vector(const LowerContext& cx, const ir::Copy* op) {
+  return shared_run(cx, op, op->src.buffer, op->dst.buffer);
+}
+int shared_write_vector(const LowerContext& cx, const ir::Copy* op) {
+  return shared_run(cx, op, op->dst.buffer, op->src.buffer);
+}
+
+/// Runs of `vec` registers of a whole fragment stored into its whole shared tile, one
+/// tp::cg::sts_vec each (element by element, a warp's 2-byte stores took one instruction an
+/// element).
+ir::Stmt shared_vector_write(const LowerContext& cx, const ir::Copy* op, int vec) {
+  const Buffer &S = op->src.buffer, &D = op->dst.buffer;
+  const FragmentLayout& l = cx.layouts.fragment(S);
+  Var q("q");
+  Expr r0 = q * vec;
+  std::vector<Expr> idx = place(cx, op->dst, squeezed(S, coords(cx, l, r0)));
+  Expr sptr = call_expr("tp.ptr", {cx.shared_index(D, idx)}, DType::i32, {D});
+  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(S)});
+  ir::Stmt store = call("tp::cg::sts_vec<" + std::to_string(vec) + ">", {sptr, rptr});
+  // A replicated fragment is stored by one thread of each replica set.
+  if (Expr w = l.owner(cx.tid); w.defined()) store = if_then(w, store);
+  return unrolled_for(q, static_cast<int>(l.regs_per_thread() / vec), when_valid(cx, l, r0, store));
 }
 
 ir::Stmt shared_vector_read(const LowerContext& cx, const ir::Copy* op, int vec) {
@@ -283,6 +309,71 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
         call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
                                 call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
     return if_then(full, fast, chunk_elements(cx, ch, src, dst, row, col));
+  });
+}
+
+/// The chunks of a shared -> global copy of a whole 16-bit tile that the global side can take
+/// as aligned 16-byte blocks (block_store): the shape rules of shared_chunks, mirrored, and
+/// shared rows that start on 16-byte chunks (a swizzle moves whole chunks; a padded linear
+/// pitch must stay a multiple of 8 elements).
+Chunks global_blocks(const LowerContext& cx, const ir::Copy* op) {
+  const ir::Region &src = op->src, &dst = op->dst;
+  const Buffer &S = src.buffer, &D = dst.buffer;
+  if (S->scope != Scope::shared || D->scope != Scope::global || S->dtype != D->dtype ||
+      dtype_bytes(S->dtype) != 2 || src.extent != S->const_shape())
+    return {};
+  std::vector<int64_t> ss = S->const_shape(), ssq = src.squeezed();
+  bool two_d = S->rank() == 2 && ssq.size() == 2;
+  bool one_d = S->rank() == 1 && ssq.size() == 1;
+  if (!(two_d || one_d) || dst.extent.back() != ss.back() || ss.back() % 8 != 0) return {};
+  const SharedLayout& sl = cx.layouts.shared_layout(S);
+  if (sl.kind == SharedLayout::Kind::linear && (sl.cols + sl.pad) % 8 != 0) return {};
+  return {two_d ? ss[0] : 1, ss.back(), 8, two_d};
+}
+
+/// A shared -> global copy in aligned 16-byte blocks of the destination. Each destination row
+/// is cut where its own addresses cross 16-byte boundaries, which need not be on the tile's
+/// columns (a row of an odd-width tensor starts anywhere in a block): with the row's first
+/// element `o` elements into its block, block k holds tile columns [8k - o, 8k - o + 8), and a
+/// row has cols / 8 + 1 of them. A thread takes one block at a time, consecutive threads
+/// consecutive blocks: a whole block inside the tile and the tensor is gathered from the two
+/// shared chunks that hold it and stored at once (tp::cg::st_block_from_shared); the partial
+/// blocks at a row's ends, and blocks past the tensor's edge, go element by element. Element by
+/// element throughout, a warp's 2-byte stores were 16 bytes apart, touching each 32-byte sector
+/// with eight stores.
+ir::Stmt block_store(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
+                     const ir::Region& dst) {
+  const Buffer& g = dst.buffer;
+  const SharedLayout& sl = cx.layouts.shared_layout(src.buffer);
+  const int64_t per = ch.per, blocks = ch.cols / per + 1;
+  return strided_for(cx, ch.rows * blocks, [&](Expr v) {
+    Var row("vr"), k("vk"), o("vo"), lo("vlo"), e("ve");
+    auto gidx = [&](const Expr& col) {
+      return place(cx, dst, onto(dst, chunk_coords(ch, row, col), ch.shape()));
+    };
+    auto gptr = [&](const Expr& col) {
+      return call_expr("tp.ptr", {cx.global_index(g, gidx(col))}, DType::i32, {g});
+    };
+    auto sptr = [&](const Expr& col) {
+      return call_expr("tp.ptr", {cx.stage_base(src.buffer) + sl.offset(row, col)}, DType::i32,
+                       {src.buffer});
+    };
+    std::vector<Expr> first = gidx(lo), last = gidx(lo + (per - 1));
+    Expr whole = lo >= 0 && lo + per <= Expr(ch.cols) && cx.global_in_bounds(g, first) &&
+                 cx.global_in_bounds(g, last);
+    if (cx.strided(g)) whole = whole && cx.inner_contiguous(g);
+    Expr chunk = lo / per * per; // lo >= 0 here
+    ir::Stmt fast = call("tp::cg::st_block_from_shared",
+                         {gptr(lo), sptr(chunk), sptr(chunk + per), lo % per});
+    Expr c = lo + e;
+    ir::Stmt one = if_then(c >= 0 && c < Expr(ch.cols),
+                           write(cx, dst, onto(dst, chunk_coords(ch, row, c), ch.shape()),
+                                 read(cx, src, chunk_coords(ch, row, c))));
+    ir::Stmt b = if_then(whole, fast, unrolled_for(e, per, one));
+    b = ir::Let::make(lo, k * per - o, b);
+    b = ir::Let::make(o, call_expr("tp::cg::elems_into16<2>", {gptr(Expr(0))}, DType::i32), b);
+    b = ir::Let::make(k, v % blocks, b);
+    return ir::Let::make(row, v / blocks, b);
   });
 }
 
@@ -407,6 +498,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   if (auto it = cx.layouts.copy_vector.find(op); it != cx.layouts.copy_vector.end())
     return vector_fragment_copy(cx, op, it->second);
   if (sreg) {
+    if (int vec = shared_write_vector(cx, op)) return shared_vector_write(cx, op, vec);
     const FragmentLayout& l = cx.layouts.fragment(S);
     Expr v = ir::Load::make(cx.reg(S), l.reg_index(r));
     ir::Stmt s;
@@ -447,6 +539,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   for (int d : nonunit(src.extent))
     ext.push_back(src.extent[d]);
   if (Chunks ch = shared_chunks(op)) return vector_copy(cx, ch, src, dst);
+  if (Chunks ch = global_blocks(cx, op)) return block_store(cx, ch, src, dst);
   int64_t n = 1;
   for (int64_t e : ext)
     n *= e;

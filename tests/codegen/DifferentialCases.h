@@ -970,6 +970,48 @@ inline DiffCase box_copy_into_pipelined_gemm() {
   return c;
 }
 
+/// Whole 16-bit shared tiles copied to global rows that start anywhere in a 16-byte block
+/// (LowerCopy's block_store: aligned 16-byte blocks of the destination, gathered from shared,
+/// partial blocks at a row's ends element by element): a 16 x 64 tile to an odd-width tensor
+/// with ragged edge tiles, the same tile 5 columns into a wider tensor (the columns before stay
+/// untouched), a 1-d tile of 128 to an odd length, and an f32 fragment written into a bf16
+/// shared tile in runs (sts_vec) on its way out. Every value is copied exactly.
+inline DiffCase shared_tile_block_stores() {
+  DiffCase c;
+  c.name = "SharedTileStoredInAlignedBlocks";
+  Dim M("M"), N("N"), N5("N5"), L("L");
+  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16), Z("Z", {M, N5}, bf16);
+  Tensor V("V", {L}, f16), W("W", {L}, f16), F("F", {M, N}, bf16);
+  c.kernel = kernel("block_stores", {X, Y, Z, V, W, F}, grid(ceildiv(N, 64), ceildiv(M, 16)),
+                    threads(128), [&](Var bx, Var by) {
+                      Tile s = alloc_shared({16, 64}, bf16), v = alloc_shared({128}, f16);
+                      Tile f = alloc_fragment({16, 64}, f32), t = alloc_shared({16, 64}, bf16);
+                      copy(X.tile(by * 16, bx * 64), s);
+                      copy(s, Y.tile(by * 16, bx * 64));
+                      copy(s, Z.tile(by * 16, bx * 64 + 5));
+                      copy(V.tile((by * ceildiv(N, 64) + bx) * 128), v);
+                      copy(v, W.tile((by * ceildiv(N, 64) + bx) * 128));
+                      copy(X.tile(by * 16, bx * 64), f);
+                      copy(f, t);
+                      copy(t, F.tile(by * 16, bx * 64));
+                    });
+  const int64_t m = 37, n = 203, l = 3 * 4 * 128 - 93; // grid 4 x 3; the last tile of V ragged
+  c.args = {ints(bf16, {m, n}, 1), sentinel(bf16, {m, n}), sentinel(bf16, {m, n + 5}),
+            ints(f16, {l}, 2),     sentinel(f16, {l}),    sentinel(bf16, {m, n})};
+  c.outputs = {1, 2, 4, 5};
+  c.expect = [m, n, l](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        a[1].set(i * n + j, a[0].get(i * n + j));
+        a[2].set(i * (n + 5) + j + 5, a[0].get(i * n + j));
+        a[5].set(i * n + j, a[0].get(i * n + j));
+      }
+    for (int64_t e = 0; e < l; ++e)
+      a[4].set(e, a[3].get(e));
+  };
+  return c;
+}
+
 struct NamedCase {
   const char* name;
   DiffCase (*make)();
@@ -1005,7 +1047,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"OneWarpMmaRegisterA", one_warp_mma_register_a},
           {"CopyFlattensOuterDimensionsRowMajor", copy_flattens_outer_dimensions},
           {"BoxCopyIntoPipelinedGemm", box_copy_into_pipelined_gemm},
-          {"SharedTileWrittenInColumnPairs", shared_column_pairs}};
+          {"SharedTileWrittenInColumnPairs", shared_column_pairs},
+          {"SharedTileStoredInAlignedBlocks", shared_tile_block_stores}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

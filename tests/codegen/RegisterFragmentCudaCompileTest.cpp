@@ -57,6 +57,20 @@ TEST_P(RegisterCase, CompilesWithVectorAccessesAndNoSpills) {
   }
 }
 
+// Whole shared tiles stored to global rows of any alignment: aligned 16-byte global stores,
+// gathered from shared memory with 16-byte loads, and no spills, on both targets.
+TEST(CudaCompileBlockStores, SharedTilesStoreWholeGlobalBlocks) {
+  DiffCase c = shared_tile_block_stores();
+  for (std::string arch : {"sm_90a", "sm_80"}) {
+    Compiled r = compile_for(c.kernel, arch);
+    ASSERT_FALSE(r.j.compiled.cubin.empty()) << arch << "\n" << r.j.compiled.log;
+    EXPECT_EQ(r.u.spill_store_bytes, 0) << arch << " " << r.u.raw;
+    EXPECT_TRUE(has(r.j.compiled.ptx, "st.global.v4")) << arch;
+    EXPECT_TRUE(has(r.j.compiled.ptx, "ld.shared.v4")) << arch;
+    EXPECT_TRUE(has(r.j.compiled.ptx, "st.shared.v4")) << arch << ": the fragment's runs";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(CudaCompileRegisterFragments, RegisterCase,
                          testing::Values("RegisterRowReduceWithinAWarp",
                                          "RegisterRowReduceAcrossWarps",

@@ -77,3 +77,52 @@ TEST(LowerCopy, StoresAreOneCallPerRun) {
   std::vector<std::string> calls = lowered_calls(add_one(32, 128));
   EXPECT_EQ(only(calls, "tp::cg::st_"), (std::vector<std::string>{"tp::cg::st_vec"}));
 }
+
+namespace {
+
+/// A [16, cols] shared tile of `dt` filled from X, then copied out: whole (to Y) or as its
+/// first 8 columns (to Z).
+Kernel through_shared(int64_t cols, DType dt) {
+  Dim M("M"), N("N");
+  Tensor X("X", {M, N}, dt), Y("Y", {M, N}, dt), Z("Z", {M, N}, dt);
+  return kernel("through_shared", {X, Y, Z}, grid(ceildiv(N, cols), ceildiv(M, 16)), threads(128),
+                [&](Var bx, Var by) {
+                  Tile s = alloc_shared({16, cols}, dt);
+                  copy(X.tile(by * 16, bx * cols), s);
+                  copy(s, Y.tile(by * 16, bx * cols));
+                  copy(s.region({0, 0}, {16, 8}), Z.tile({by * 16, bx * cols}, {16, 8}));
+                });
+}
+
+} // namespace
+
+// A whole 16-bit shared tile goes to global memory in the destination's aligned 16-byte blocks
+// (one block gather a block, whatever the row's alignment); a region of the tile, a tile whose
+// rows are not a multiple of 8 elements and a 32-bit tile stay element by element.
+TEST(LowerCopy, WholeSharedTilesStoreInAlignedGlobalBlocks) {
+  auto blocks = [](const Kernel& k) {
+    return only(lowered_calls(k), "tp::cg::st_block_from_shared").size();
+  };
+  EXPECT_EQ(blocks(through_shared(64, bf16)), 1u);
+  EXPECT_EQ(blocks(through_shared(64, f16)), 1u);
+  EXPECT_EQ(blocks(through_shared(12, bf16)), 0u);
+  EXPECT_EQ(blocks(through_shared(64, f32)), 0u);
+}
+
+// A whole fragment stored into its whole shared tile goes in runs (one tp::cg::sts_vec each, as
+// the reverse copy uses lds_vec), and a tile staged that way leaves in aligned global blocks.
+TEST(LowerCopy, FragmentRunsStoreIntoSharedTilesAtOnce) {
+  Dim M("M"), N("N");
+  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16);
+  Kernel k = kernel("staged", {X, Y}, grid(ceildiv(N, 128), ceildiv(M, 32)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile x = alloc_fragment({32, 128}, f32), s = alloc_shared({32, 128}, bf16);
+                      copy(X.tile(by * 32, bx * 128), x);
+                      parallel({32, 128}, [&](Var i, Var j) { x(i, j) = x(i, j) * 2.0; });
+                      copy(x, s);
+                      copy(s, Y.tile(by * 32, bx * 128));
+                    });
+  std::vector<std::string> calls = lowered_calls(k);
+  EXPECT_EQ(only(calls, "tp::cg::sts_vec").size(), 1u);
+  EXPECT_EQ(only(calls, "tp::cg::st_block_from_shared").size(), 1u);
+}
