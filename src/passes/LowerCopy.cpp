@@ -363,8 +363,8 @@ ir::Stmt block_store(const LowerContext& cx, const Chunks& ch, const ir::Region&
                  cx.global_in_bounds(g, last);
     if (cx.strided(g)) whole = whole && cx.inner_contiguous(g);
     Expr chunk = lo / per * per; // lo >= 0 here
-    ir::Stmt fast = call("tp::cg::st_block_from_shared",
-                         {gptr(lo), sptr(chunk), sptr(chunk + per), lo % per});
+    ir::Stmt fast =
+        call("tp::cg::st_block_from_shared", {gptr(lo), sptr(chunk), sptr(chunk + per), lo % per});
     Expr c = lo + e;
     ir::Stmt one = if_then(c >= 0 && c < Expr(ch.cols),
                            write(cx, dst, onto(dst, chunk_coords(ch, row, c), ch.shape()),

@@ -997,7 +997,7 @@ inline DiffCase shared_tile_block_stores() {
                     });
   const int64_t m = 37, n = 203, l = 3 * 4 * 128 - 93; // grid 4 x 3; the last tile of V ragged
   c.args = {ints(bf16, {m, n}, 1), sentinel(bf16, {m, n}), sentinel(bf16, {m, n + 5}),
-            ints(f16, {l}, 2),     sentinel(f16, {l}),    sentinel(bf16, {m, n})};
+            ints(f16, {l}, 2),     sentinel(f16, {l}),     sentinel(bf16, {m, n})};
   c.outputs = {1, 2, 4, 5};
   c.expect = [m, n, l](std::vector<HostTensor>& a) {
     for (int64_t i = 0; i < m; ++i)
