@@ -192,33 +192,27 @@ int shared_write_vector(const LowerContext& cx, const ir::Copy* op) {
   return shared_run(cx, op, op->dst.buffer, op->src.buffer);
 }
 
-/// Runs of `vec` registers of a whole fragment stored into its whole shared tile, one
-/// tp::cg::sts_vec each (element by element, a warp's 2-byte stores took one instruction an
-/// element).
-ir::Stmt shared_vector_write(const LowerContext& cx, const ir::Copy* op, int vec) {
-  const Buffer &S = op->src.buffer, &D = op->dst.buffer;
-  const FragmentLayout& l = cx.layouts.fragment(S);
+/// Runs of `vec` registers of a whole fragment and its whole shared tile, one access a run:
+/// tp::cg::lds_vec into the fragment, tp::cg::sts_vec out of it (element by element, a warp's
+/// 2-byte accesses took one instruction an element).
+ir::Stmt shared_vector_copy(const LowerContext& cx, const ir::Copy* op, int vec) {
+  const bool into_shared = op->dst.buffer->scope == Scope::shared;
+  const ir::Region& shared = into_shared ? op->dst : op->src;
+  const Buffer& frag = into_shared ? op->src.buffer : op->dst.buffer;
+  const FragmentLayout& l = cx.layouts.fragment(frag);
   Var q("q");
   Expr r0 = q * vec;
-  std::vector<Expr> idx = place(cx, op->dst, squeezed(S, coords(cx, l, r0)));
-  Expr sptr = call_expr("tp.ptr", {cx.shared_index(D, idx)}, DType::i32, {D});
-  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(S)});
-  ir::Stmt store = call("tp::cg::sts_vec<" + std::to_string(vec) + ">", {sptr, rptr});
+  std::vector<Expr> idx = place(cx, shared, squeezed(frag, coords(cx, l, r0)));
+  Expr sptr = call_expr("tp.ptr", {cx.shared_index(shared.buffer, idx)}, DType::i32,
+                        {shared.buffer});
+  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
+  const std::string n = std::to_string(vec);
+  ir::Stmt access = into_shared ? call("tp::cg::sts_vec<" + n + ">", {sptr, rptr})
+                                : call("tp::cg::lds_vec<" + n + ">", {rptr, sptr});
   // A replicated fragment is stored by one thread of each replica set.
-  if (Expr w = l.owner(cx.tid); w.defined()) store = if_then(w, store);
-  return unrolled_for(q, static_cast<int>(l.regs_per_thread() / vec), when_valid(cx, l, r0, store));
-}
-
-ir::Stmt shared_vector_read(const LowerContext& cx, const ir::Copy* op, int vec) {
-  const Buffer &S = op->src.buffer, &D = op->dst.buffer;
-  const FragmentLayout& l = cx.layouts.fragment(D);
-  Var q("q");
-  Expr r0 = q * vec;
-  std::vector<Expr> idx = place(cx, op->src, squeezed(D, coords(cx, l, r0)));
-  Expr sptr = call_expr("tp.ptr", {cx.shared_index(S, idx)}, DType::i32, {S});
-  Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(D)});
-  ir::Stmt load = call("tp::cg::lds_vec<" + std::to_string(vec) + ">", {rptr, sptr});
-  return unrolled_for(q, static_cast<int>(l.regs_per_thread() / vec), when_valid(cx, l, r0, load));
+  if (Expr w = l.owner(cx.tid); into_shared && w.defined()) access = if_then(w, access);
+  return unrolled_for(q, static_cast<int>(l.regs_per_thread() / vec),
+                      when_valid(cx, l, r0, access));
 }
 
 /// A register's place in a region of its fragment: whether the register's element lies in the
@@ -498,7 +492,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
   if (auto it = cx.layouts.copy_vector.find(op); it != cx.layouts.copy_vector.end())
     return vector_fragment_copy(cx, op, it->second);
   if (sreg) {
-    if (int vec = shared_write_vector(cx, op)) return shared_vector_write(cx, op, vec);
+    if (int vec = shared_write_vector(cx, op)) return shared_vector_copy(cx, op, vec);
     const FragmentLayout& l = cx.layouts.fragment(S);
     Expr v = ir::Load::make(cx.reg(S), l.reg_index(r));
     ir::Stmt s;
@@ -515,7 +509,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     return unrolled_for(r, l.regs_per_thread(), when_valid(cx, l, r, s));
   }
   if (dreg) {
-    if (int vec = shared_read_vector(cx, op)) return shared_vector_read(cx, op, vec);
+    if (int vec = shared_read_vector(cx, op)) return shared_vector_copy(cx, op, vec);
     const FragmentLayout& l = cx.layouts.fragment(D);
     if (dwhole) {
       std::vector<Expr> c = l.elementwise() ? squeezed(D, coords(cx, l, r)) : coords(cx, l, r);
