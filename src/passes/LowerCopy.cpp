@@ -203,8 +203,8 @@ ir::Stmt shared_vector_copy(const LowerContext& cx, const ir::Copy* op, int vec)
   Var q("q");
   Expr r0 = q * vec;
   std::vector<Expr> idx = place(cx, shared, squeezed(frag, coords(cx, l, r0)));
-  Expr sptr = call_expr("tp.ptr", {cx.shared_index(shared.buffer, idx)}, DType::i32,
-                        {shared.buffer});
+  Expr sptr =
+      call_expr("tp.ptr", {cx.shared_index(shared.buffer, idx)}, DType::i32, {shared.buffer});
   Expr rptr = call_expr("tp.ptr", {r0}, DType::i32, {cx.reg(frag)});
   const std::string n = std::to_string(vec);
   ir::Stmt access = into_shared ? call("tp::cg::sts_vec<" + n + ">", {sptr, rptr})
