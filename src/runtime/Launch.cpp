@@ -131,6 +131,8 @@ int max_active_clusters(CUfunction fn, const LaunchConfig& c) {
 }
 
 void launch(CUfunction fn, const LaunchConfig& c, void** args) {
+  // Callers may launch from a thread whose context is not yet current (framework kernels).
+  ensure_context();
   Driver& d = driver();
   ensure_shared_limit(fn, c);
   bool clustered = c.cluster[0] * c.cluster[1] * c.cluster[2] > 1;
