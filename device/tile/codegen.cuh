@@ -203,6 +203,88 @@ TP_DEVICE void store8_aligned(T* p, float a, float b, float c, float d, float e,
       Vec16{{pack2<T>(a, b), pack2<T>(c, d), pack2<T>(e, f), pack2<T>(g, h)}};
 }
 
+/// Packed products for runs of shared writes (passes/PackedProducts.h): two 16-bit values of T
+/// computed at once in T's own arithmetic, with the bits that rounding the f32 value once gives,
+/// and no f32 -> 16-bit conversions (a low-throughput pipe on sm_90).
+/// Packed16<T>::base: an integer e in [0, base) in the low mantissa bits of `base` (magic) is
+/// the value base + e exactly.
+template <typename T>
+struct Packed16;
+template <>
+struct Packed16<bf16> {
+  static constexpr int base = 128;
+  static constexpr uint32_t magic = 0x43004300u; // 128.0 in both halves
+  static constexpr int mantissa = 7;
+  static constexpr int bias = 127;
+  static constexpr uint32_t one2 = 0x3f803f80u;
+  static TP_DEVICE uint32_t fma2(uint32_t a, uint32_t b, uint32_t c) {
+    return sm80::fma_rn_bf16x2(a, b, c);
+  }
+  /// Two f32 values that are exactly bf16 values: their upper halves.
+  static TP_DEVICE uint32_t exact2(float lo, float hi) {
+    return sm80::prmt(sm80::float_as_bits(lo), sm80::float_as_bits(hi), 0x7632u);
+  }
+};
+template <>
+struct Packed16<half> {
+  static constexpr int base = 1024;
+  static constexpr uint32_t magic = 0x64006400u; // 1024.0 in both halves
+  static constexpr int mantissa = 10;
+  static constexpr int bias = 15;
+  static constexpr uint32_t one2 = 0x3c003c00u;
+  static TP_DEVICE uint32_t fma2(uint32_t a, uint32_t b, uint32_t c) {
+    return sm80::fma_rn_f16x2(a, b, c);
+  }
+  /// Two f32 values that are exactly f16 values (the conversion rounds nothing).
+  static TP_DEVICE uint32_t exact2(float lo, float hi) {
+    return sm80::cvt_rn_f16x2_f32(hi, lo);
+  }
+};
+/// The bits of the integer v in T (|v| small enough to be exact: the pass checks it).
+template <typename T>
+TP_HOST_DEVICE constexpr uint32_t int_bits16(int v) {
+  if (v == 0) return 0;
+  const uint32_t sign = v < 0 ? 0x8000u : 0u;
+  const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
+  int e = 0;
+  while ((a >> (e + 1)) != 0)
+    ++e;
+  const uint32_t m = ((a << Packed16<T>::mantissa) >> e) & ((1u << Packed16<T>::mantissa) - 1);
+  return sign | (static_cast<uint32_t>(e + Packed16<T>::bias) << Packed16<T>::mantissa) | m;
+}
+/// (a - C, b - C) in T, exactly, for integers a, b in [0, Packed16<T>::base): each in the low
+/// mantissa bits of base, then base + C subtracted (integers that fit T: exact).
+template <typename T, int C>
+TP_DEVICE uint32_t small_ints2(int a, int b) {
+  constexpr uint32_t minus = int_bits16<T>(-(Packed16<T>::base + C));
+  const uint32_t x = sm80::prmt(static_cast<uint32_t>(a), static_cast<uint32_t>(b), 0x5410u) |
+                     Packed16<T>::magic;
+  return Packed16<T>::fma2(x, Packed16<T>::one2, minus | (minus << 16));
+}
+/// Two f32 values exactly representable in T, packed (lo in the low half).
+template <typename T>
+TP_DEVICE uint32_t exact2(float lo, float hi) {
+  return Packed16<T>::exact2(lo, hi);
+}
+/// x * y per half, rounded once to T (plus -0, which changes no product, keeps a zero's sign).
+template <typename T>
+TP_DEVICE uint32_t mul2(uint32_t x, uint32_t y) {
+  return Packed16<T>::fma2(x, y, 0x80008000u);
+}
+/// One 4-, 8- or 16-byte store of packed words at p (aligned to the run's size).
+template <typename T>
+TP_DEVICE void store_words(T* p, uint32_t a) {
+  *reinterpret_cast<uint32_t*>(p) = a;
+}
+template <typename T>
+TP_DEVICE void store_words(T* p, uint32_t a, uint32_t b) {
+  *reinterpret_cast<Vec8*>(p) = Vec8{{a, b}};
+}
+template <typename T>
+TP_DEVICE void store_words(T* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  *reinterpret_cast<Vec16*>(p) = Vec16{{a, b, c, d}};
+}
+
 /// B bytes from global memory at g into the 16-byte aligned t: in 16-, 8- or 4-byte accesses,
 /// the widest that g's address allows; 16-bit elements 2 bytes off a 4-byte boundary as a first
 /// and a last element around 4-byte pairs; else in E-byte elements.

@@ -4,6 +4,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/BufferAccesses.h"
+#include "passes/PackedProducts.h"
 
 namespace tp::passes {
 
@@ -194,17 +195,28 @@ ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
     if (!flatten(lowered[h], cols[h]) || cols[h].stores.size() != cols[0].stores.size())
       return refuse("its lowered body is not lets and element stores");
   }
+  // Every column's let values, which the packed form looks through.
+  std::map<uint64_t, Expr> let_values;
+  for (const Flat& c : cols)
+    for (const auto& [var, value] : c.lets)
+      let_values[ir::as<ir::Variable>(var)->uid] = value;
   std::vector<ir::Stmt> runs;
+  int packed = 0;
   for (size_t k = 0; k < cols[0].stores.size(); ++k) {
     const ir::Store* first = cols[0].stores[k];
-    std::vector<Expr> args = {
-        call_expr("tp.ptr", {first->indices[0]}, DType::i32, {first->buffer})};
+    const Expr ptr = call_expr("tp.ptr", {first->indices[0]}, DType::i32, {first->buffer});
+    std::vector<Expr> values;
     for (int h = 0; h < W; ++h) {
-      Expr v = f32_value(cols[h].stores[k]);
-      if (!v.defined()) return refuse("a stored value is not f32");
-      args.push_back(v);
+      values.push_back(f32_value(cols[h].stores[k]));
+      if (!values.back().defined()) return refuse("a stored value is not f32");
     }
-    runs.push_back(call("tp::cg::store" + std::to_string(W) + "_aligned", args));
+    if (ir::Stmt p = packed_products(first->buffer->dtype, ptr, values, let_values); p.defined()) {
+      runs.push_back(p);
+      ++packed;
+      continue;
+    }
+    values.insert(values.begin(), ptr);
+    runs.push_back(call("tp::cg::store" + std::to_string(W) + "_aligned", values));
   }
   // Lets that read a run of a shared tile take it with one vector load into a local array,
   // placed where column 0's let was; every column's let then reads its element.
@@ -242,6 +254,9 @@ ir::Stmt pair_shared_writes(LowerContext& cx, const ir::Parallel* p,
       std::to_string(2 * W) + "-byte store a run" +
       (vector_loads ? ", " + std::to_string(vector_loads) + " shared read(s) as vector loads"
                     : "") +
+      (packed ? ", " + std::to_string(packed) + " of " + std::to_string(runs.size()) +
+                    " run(s) computed as packed 16-bit products"
+              : "") +
       ")");
   std::vector<Var> vars = p->vars;
   std::vector<int64_t> ext = p->extents;

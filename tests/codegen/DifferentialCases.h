@@ -733,6 +733,80 @@ inline DiffCase shared_column_pairs() {
   return c;
 }
 
+/// Runs of shared writes whose values are small integers times 16-bit values (an int4 GEMM's
+/// unpacking, (code - 8) * scale), small integers alone and exact 16-bit values: on CUDA they
+/// are computed two at a time in packed bf16 / f16 arithmetic (passes/PackedProducts.h), which
+/// must give the bits of the f32 value rounded once. Every code 0..15 (the words are raw 32-bit
+/// draws), scales that make every product round, subnormal scales and products near the top of
+/// each type's range.
+inline DiffCase shared_packed_products() {
+  DiffCase c;
+  c.name = "SharedTileWrittenAsPackedProducts";
+  Dim R("R"), N("N"), R8("R8");
+  Tensor W("W", {R, N}, i32), S("S", {N}, bf16), H("H", {N}, f16);
+  Tensor Yb("Yb", {R8, N}, bf16), Yh("Yh", {R8, N}, f16), Yc("Yc", {R8, N}, bf16);
+  Tensor Ye("Ye", {R, N}, bf16);
+  auto centred = [](const Expr& code) { return bitcast(f32, code | 0x4B000000) - 8388616.0f; };
+  c.kernel = kernel(
+      "packed_products", {W, S, H, Yb, Yh, Yc, Ye}, grid(ceildiv(N, 64), ceildiv(R, 2)),
+      threads(128), [&](Var bx, Var by) {
+        Tile sb = alloc_shared({16, 64}, bf16), sh = alloc_shared({16, 64}, f16);
+        Tile sc = alloc_shared({16, 64}, bf16), se = alloc_shared({2, 64}, bf16);
+        parallel({2, 64}, [&](Var r, Var j) {
+          Var w = let("w", W(by * 2 + r, bx * 64 + j));
+          Var s = let("s", cast(f32, S(bx * 64 + j)));
+          Var h = let("h", cast(f32, H(bx * 64 + j)));
+          for (int i = 0; i < 8; ++i) {
+            Expr code = (w >> (4 * i)) & 15;
+            sb(r * 8 + i, j) = centred(code) * s;
+            sh(r * 8 + i, j) = h * centred(code);
+            sc(r * 8 + i, j) = cast(f32, code);
+          }
+          se(r, j) = s;
+        });
+        copy(sb, Yb.tile(by * 16, bx * 64));
+        copy(sh, Yh.tile(by * 16, bx * 64));
+        copy(sc, Yc.tile(by * 16, bx * 64));
+        copy(se, Ye.tile(by * 2, bx * 64));
+      });
+  const int64_t R_ = 4, N_ = 128;
+  HostTensor words(i32, {R_, N_}), sb(bf16, {N_}), sh(f16, {N_});
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int64_t k = 0; k < words.numel(); ++k) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    static_cast<uint32_t*>(words.data())[k] = static_cast<uint32_t>(x >> 32);
+  }
+  for (int64_t n = 0; n < N_; ++n) {
+    const double v = ((n * 37) % 97 - 48) / 7.3;
+    sb.set(n, v);
+    sh.set(n, v);
+  }
+  sb.set(5, 1e-39); // bf16 subnormals
+  sb.set(6, -3e-40);
+  sb.set(7, 3.0e37); // times 8: near bf16's largest value
+  sh.set(5, 6e-8);   // f16 subnormals
+  sh.set(6, -1e-5);
+  sh.set(7, 8100.0); // times 8: near f16's largest value
+  c.args = {words, sb, sh, sentinel(bf16, {R_ * 8, N_}), sentinel(f16, {R_ * 8, N_}),
+            sentinel(bf16, {R_ * 8, N_}), sentinel(bf16, {R_, N_})};
+  c.outputs = {3, 4, 5, 6};
+  c.expect = [](std::vector<HostTensor>& a) {
+    const auto* w = static_cast<const uint32_t*>(a[0].data());
+    for (int64_t q = 0; q < 4; ++q)
+      for (int64_t n = 0; n < 128; ++n) {
+        for (int i = 0; i < 8; ++i) {
+          const double code = double((w[q * 128 + n] >> (4 * i)) & 15u);
+          const int64_t at = (q * 8 + i) * 128 + n;
+          a[3].set(at, (code - 8) * a[1].get(n)); // exact in double, rounded once by set
+          a[4].set(at, (code - 8) * a[2].get(n));
+          a[5].set(at, code);
+        }
+        a[6].set(q * 128 + n, a[1].get(n));
+      }
+  };
+  return c;
+}
+
 /// A 64-row gemm over 8 warps (lesson 14's shape): on sm_90a wgmma cannot split 64 rows over
 /// two warpgroups, so it runs as mma with warps side by side along N. Their rows' max and sum
 /// combine across warps, the row vector is stored once, and the bf16 P = s - max goes through
@@ -1048,7 +1122,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"CopyFlattensOuterDimensionsRowMajor", copy_flattens_outer_dimensions},
           {"BoxCopyIntoPipelinedGemm", box_copy_into_pipelined_gemm},
           {"SharedTileWrittenInColumnPairs", shared_column_pairs},
-          {"SharedTileStoredInAlignedBlocks", shared_tile_block_stores}};
+          {"SharedTileStoredInAlignedBlocks", shared_tile_block_stores},
+          {"SharedTileWrittenAsPackedProducts", shared_packed_products}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

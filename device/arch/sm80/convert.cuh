@@ -61,5 +61,27 @@ TP_DEVICE uint32_t float_as_bits(float a) {
   return d;
 }
 
+/// fma.rn.bf16x2 d, a, b, c: per half, a * b + c rounded once to bf16 (subnormals kept).
+TP_DEVICE uint32_t fma_rn_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+/// fma.rn.f16x2 d, a, b, c: per half, a * b + c rounded once to f16 (subnormals kept).
+TP_DEVICE uint32_t fma_rn_f16x2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+/// prmt.b32 d, a, b, sel: byte k of d is byte (sel >> 4k) & 7 of a (bytes 0-3)
+/// followed by b (bytes 4-7).
+TP_DEVICE uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
 } // namespace tp::sm80
 #endif
