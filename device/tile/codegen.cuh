@@ -222,7 +222,8 @@ struct Packed16<bf16> {
   }
   /// Two f32 values that are exactly bf16 values: their upper halves.
   static TP_DEVICE uint32_t exact2(float lo, float hi) {
-    return sm80::prmt(sm80::float_as_bits(lo), sm80::float_as_bits(hi), 0x7632u);
+    // Builtins, not asm: the run's code rows share one packing of each pair.
+    return sm80::prmt(__float_as_uint(lo), __float_as_uint(hi), 0x7632u);
   }
 };
 template <>
@@ -259,6 +260,19 @@ TP_DEVICE uint32_t small_ints2(int a, int b) {
   constexpr uint32_t minus = int_bits16<T>(-(Packed16<T>::base + C));
   const uint32_t x = sm80::prmt(static_cast<uint32_t>(a), static_cast<uint32_t>(b), 0x5410u) |
                      Packed16<T>::magic;
+  return Packed16<T>::fma2(x, Packed16<T>::one2, minus | (minus << 16));
+}
+/// small_ints2 of two bit fields, a = (xa >> K) & M and b = (xb >> K) & M, each inside byte K / 8
+/// of its word: one prmt gathers that byte of both words (the same prmt serves every field of
+/// the byte), a shift, and one mask-and-or that also places the magic.
+template <typename T, int C, int K, int M>
+TP_DEVICE uint32_t small_fields2(int xa, int xb) {
+  constexpr uint32_t q = K / 8;
+  constexpr uint32_t minus = int_bits16<T>(-(Packed16<T>::base + C));
+  uint32_t t = sm80::prmt(static_cast<uint32_t>(xa), static_cast<uint32_t>(xb),
+                          q | (q << 4) | ((4 + q) << 8) | ((4 + q) << 12));
+  if constexpr (K % 8 != 0) t >>= K % 8;
+  const uint32_t x = (t & (static_cast<uint32_t>(M) * 0x10001u)) | Packed16<T>::magic;
   return Packed16<T>::fma2(x, Packed16<T>::one2, minus | (minus << 16));
 }
 /// Two f32 values exactly representable in T, packed (lo in the low half).

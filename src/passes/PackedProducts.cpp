@@ -105,6 +105,31 @@ Form classify(const Expr& v, DType dtype, const std::map<uint64_t, Expr>& lets) 
   return {};
 }
 
+/// A bit field inside one byte: E = (X >> k) & m or X & m, m = 2^b - 1, k % 8 + b <= 8. Two such
+/// fields at the same place in two words are gathered with one byte permute (which also serves
+/// the byte's other field), so the pair costs a permute, a shift and one mask-and-or.
+struct Field {
+  Expr x;
+  int64_t k = 0, m = 0;
+};
+std::optional<Field> field(const Expr& v, const std::map<uint64_t, Expr>& lets) {
+  const auto* a = ir::as<ir::Binary>(resolve(v, lets));
+  if (!a || a->op != ir::BinOp::bit_and) return std::nullopt;
+  const auto* m = ir::as<ir::IntImm>(a->b);
+  if (!m || m->value <= 0 || (m->value & (m->value + 1)) != 0) return std::nullopt;
+  Field f{a->a, 0, m->value};
+  if (const auto* sh = ir::as<ir::Binary>(a->a); sh && sh->op == ir::BinOp::shr) {
+    const auto* k = ir::as<ir::IntImm>(sh->b);
+    if (!k || k->value < 0 || k->value > 31) return std::nullopt;
+    f = {sh->a, k->value, m->value};
+  }
+  int bits = 0;
+  while ((int64_t{1} << bits) <= f.m)
+    ++bits;
+  if (f.k % 8 + bits > 8 || !is_int(f.x.dtype())) return std::nullopt;
+  return f;
+}
+
 /// The small integer E - c with E in [0, hi] packs exactly: hi below the magic's base, and every
 /// integer on the way (base + c, -c, hi - c) within 2^p of zero, p the type's significand bits.
 bool packs_exactly(DType dtype, int64_t hi, int64_t c) {
@@ -131,7 +156,13 @@ ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& 
   for (size_t h = 0; h < values.size(); h += 2) {
     const Form &lo = forms[h], &hi = forms[h + 1];
     Expr ints, halves;
-    if (lo.kind != Form::exact)
+    const auto fl = lo.kind != Form::exact ? field(lo.e, lets) : std::nullopt;
+    const auto fh = lo.kind != Form::exact ? field(hi.e, lets) : std::nullopt;
+    if (fl && fh && fl->k == fh->k && fl->m == fh->m)
+      ints = call_expr("tp::cg::small_fields2<" + t + ", " + std::to_string(lo.c) + ", " +
+                           std::to_string(fl->k) + ", " + std::to_string(fl->m) + ">",
+                       {fl->x, fh->x}, DType::i32);
+    else if (lo.kind != Form::exact)
       ints = call_expr("tp::cg::small_ints2<" + t + ", " + std::to_string(lo.c) + ">",
                        {lo.e, hi.e}, DType::i32);
     if (lo.kind != Form::small_int)

@@ -760,7 +760,9 @@ inline DiffCase shared_packed_products() {
             Expr code = (w >> (4 * i)) & 15;
             sb(r * 8 + i, j) = centred(code) * s;
             sh(r * 8 + i, j) = h * centred(code);
-            sc(r * 8 + i, j) = cast(f32, code);
+            // Fields 2 bits up: rows 0, 2, 4, 6 inside a byte (gathered by byte, then
+            // shifted), rows 1, 3, 5, 7 across bytes (row 7's reaches the sign fill).
+            sc(r * 8 + i, j) = cast(f32, (w >> (4 * i + 2)) & 15);
           }
           se(r, j) = s;
         });
@@ -799,7 +801,7 @@ inline DiffCase shared_packed_products() {
           const int64_t at = (q * 8 + i) * 128 + n;
           a[3].set(at, (code - 8) * a[1].get(n)); // exact in double, rounded once by set
           a[4].set(at, (code - 8) * a[2].get(n));
-          a[5].set(at, code);
+          a[5].set(at, double((static_cast<int32_t>(w[q * 128 + n]) >> (4 * i + 2)) & 15));
         }
         a[6].set(q * 128 + n, a[1].get(n));
       }

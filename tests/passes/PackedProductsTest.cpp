@@ -22,6 +22,7 @@ enum class Value {
   scale_first,        // scale * (code - 8)
   added_offset,       // bitcast(...) + (-(2^23 + 8)): the same integer, written with +
   codes_only,         // cast(f32, code): a small integer alone
+  straddling,         // ((w >> (4i + 2)) & 15 - 8) * scale: odd rows' fields cross a byte
   exact_copy,         // a bf16 value alone
   wide_mask_bf16,     // (w & 255) - 8 into bf16: 255 does not fit below bf16's base of 128
   wide_mask_f16,      // the same into f16: it fits below 1024
@@ -56,6 +57,7 @@ Kernel kernel_of(Value v) {
                         out = (bitcast(f32, code | 0x4B000000) + (-8388616.0f)) * s;
                         break;
                       case Value::codes_only: out = cast(f32, code); break;
+                      case Value::straddling: out = centred((w >> (4 * i + 2)) & 15) * s; break;
                       case Value::exact_copy: out = s; break;
                       case Value::wide_mask_bf16:
                       case Value::wide_mask_f16: out = centred((w >> (4 * i)) & 255) * s; break;
@@ -109,6 +111,13 @@ Lowered lower(Value v) {
   return out;
 }
 
+int uses(const Lowered& l, const std::string& prefix) {
+  int n = 0;
+  for (const auto& [name, count] : l.helpers)
+    n += name.rfind(prefix, 0) == 0 ? count : 0;
+  return n;
+}
+
 bool has(const std::vector<std::string>& notes, const std::string& part) {
   for (const std::string& n : notes)
     if (n.find(part) != std::string::npos) return true;
@@ -118,14 +127,18 @@ bool has(const std::vector<std::string>& notes, const std::string& part) {
 } // namespace
 
 // Eight code rows, each a run of 8 columns: 8 packed runs of 4 words, each word the product of
-// two codes minus 8 and two scales.
+// two codes minus 8 and two scales. The codes are 4-bit fields of the words, row i's at bit 4i:
+// gathered by byte.
 TEST(PackedProducts, UnpackingIsPackedProducts) {
   for (Value v : {Value::int4_bf16, Value::scale_first, Value::added_offset}) {
     Lowered l = lower(v);
     EXPECT_EQ(l.packed_runs, 8);
     EXPECT_EQ(l.f32_runs, 0);
     EXPECT_EQ(l.helpers["tp::cg::mul2<tp::bf16>"], 32);
-    EXPECT_EQ(l.helpers["tp::cg::small_ints2<tp::bf16, 8>"], 32);
+    EXPECT_EQ(uses(l, "tp::cg::small_fields2<tp::bf16, 8, "), 32);
+    EXPECT_EQ(l.helpers["tp::cg::small_fields2<tp::bf16, 8, 0, 15>"], 4);
+    EXPECT_EQ(l.helpers["tp::cg::small_fields2<tp::bf16, 8, 28, 15>"], 4);
+    EXPECT_EQ(uses(l, "tp::cg::small_ints2"), 0);
     EXPECT_EQ(l.helpers["tp::cg::exact2<tp::bf16>"], 32);
     EXPECT_TRUE(has(l.notes, "8 of 8 run(s) computed as packed 16-bit products"))
         << ::testing::PrintToString(l.notes);
@@ -136,18 +149,28 @@ TEST(PackedProducts, HalfTilesUseHalfArithmetic) {
   Lowered l = lower(Value::int4_f16);
   EXPECT_EQ(l.packed_runs, 8);
   EXPECT_EQ(l.helpers["tp::cg::mul2<tp::half>"], 32);
-  EXPECT_EQ(l.helpers["tp::cg::small_ints2<tp::half, 8>"], 32);
+  EXPECT_EQ(uses(l, "tp::cg::small_fields2<tp::half, 8, "), 32);
 }
 
 TEST(PackedProducts, SmallIntegersAndExactValuesAlonePack) {
   Lowered codes = lower(Value::codes_only);
   EXPECT_EQ(codes.packed_runs, 8);
-  EXPECT_EQ(codes.helpers["tp::cg::small_ints2<tp::bf16, 0>"], 32);
+  EXPECT_EQ(uses(codes, "tp::cg::small_fields2<tp::bf16, 0, "), 32);
   EXPECT_EQ(codes.helpers.count("tp::cg::mul2<tp::bf16>"), 0u);
   Lowered copy = lower(Value::exact_copy);
   EXPECT_EQ(copy.packed_runs, 8);
   EXPECT_EQ(copy.helpers["tp::cg::exact2<tp::bf16>"], 32);
   EXPECT_EQ(copy.helpers.count("tp::cg::mul2<tp::bf16>"), 0u);
+}
+
+// A field that crosses a byte boundary is not gathered by byte: its pair is two masked values,
+// still packed exactly.
+TEST(PackedProducts, FieldsAcrossBytesPackAsIntegers) {
+  Lowered l = lower(Value::straddling);
+  EXPECT_EQ(l.packed_runs, 8);
+  EXPECT_EQ(uses(l, "tp::cg::small_fields2<tp::bf16, 8, "), 16); // bits 2, 10, 18, 26
+  EXPECT_EQ(l.helpers["tp::cg::small_fields2<tp::bf16, 8, 10, 15>"], 4);
+  EXPECT_EQ(l.helpers["tp::cg::small_ints2<tp::bf16, 8>"], 16); // bits 6, 14, 22, 30
 }
 
 // 255 + 128 does not fit bf16's 8 significant bits exactly; it fits f16's 11.
