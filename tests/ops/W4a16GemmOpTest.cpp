@@ -166,11 +166,12 @@ TEST(W4a16Gemm, DefaultConfigsFitTheRegimeAndTheArch) {
           EXPECT_NO_THROW(validate_knobs(op, c, arch)) << arch << " " << config_str(c);
           EXPECT_NO_THROW(op.validate(p, c)) << arch << " " << config_str(c);
         }
-  // Decode spreads N = 4096 over at least 64 blocks; prefill takes 128-row tensor-core tiles.
+  // Decode spreads N = 4096 over at least 64 blocks; prefill takes tensor-core tiles of 128
+  // rows or more (256 on sm_90a: less unpacking per tensor-core step).
   for (std::string arch : {"sm_80", "sm_90a"}) {
     Problem decode = problem(1, 4096, 4096, 128), prefill = problem(2048, 4096, 4096, 128);
     EXPECT_GE(op.grid(decode, op.default_config(decode, arch))[0], 64) << arch;
-    EXPECT_EQ(op.default_config(prefill, arch).at("bm"), 128) << arch;
+    EXPECT_GE(op.default_config(prefill, arch).at("bm"), 128) << arch;
   }
 }
 

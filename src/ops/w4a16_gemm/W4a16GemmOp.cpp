@@ -77,7 +77,7 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
   if (arch == "sm_90a")
     return {
         {"bm",
-         {64, 128},
+         {64, 128, 256},
          "block tile rows (a multiple of 16; wgmma takes 64 per warpgroup)",
          16,
          256,
