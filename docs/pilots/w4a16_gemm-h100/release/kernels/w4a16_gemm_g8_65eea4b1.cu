@@ -60,21 +60,73 @@ tp_w4a16_gemm_g8(const tp::bf16* __restrict__ A,
           const int phase = ((ko / 4) % 2);
           tp::sm90::mbarrier_wait_parity((tp_smem_base + ((94208 + (stage * 8)))), phase);
           #pragma unroll
-          for (int it = 0; it < 4; ++it) {
-            {
-              const int i = ((((it * 128) + tid) / 32) % 16);
+          for (int it = 0; it < 1; ++it) {
+            if ((((it * 128) + tid) < 64)) {
               {
-                const int j = (((it * 128) + tid) % 32);
-                const int w = shared2[((stage * 512) + ((i * 32) + j))];
-                const float s = ((float)(tp::cg::f(shared3[((stage * 512) + ((i * 32) + j))])));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + ((i * 8) * 32)) + ((((j % 32) / 8) ^ (((i * 8) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 0) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 1) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 1) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 4) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 2) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 2) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 8) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 3) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 3) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 12) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 4) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 4) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 16) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 5) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 5) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 20) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 6) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 6) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 24) & 15) | 1258291200))) - 8388616.0f) * s));
-                shared1[(((ko % 2) * 4096) + (((((j / 32) * 4096) + (((i * 8) + 7) * 32)) + ((((j % 32) / 8) ^ ((((i * 8) + 7) / 2) % 4)) * 8)) + ((j % 32) % 8)))] = tp::cg::as<tp::bf16>(((__int_as_float((int)(((((w) >> 28) & 15) | 1258291200))) - 8388616.0f) * s));
+                const int i = ((((it * 128) + tid) / 4) % 16);
+                {
+                  const int jj = (((it * 128) + tid) % 4);
+                  int w_run[8];
+                  tp::cg::lds_vec<8>((&w_run[0]), (&shared2[((stage * 512) + ((i * 32) + (jj * 8)))]));
+                  {
+                    const int w = w_run[0];
+                    float s_run[8];
+                    tp::cg::lds_vec<8>((&s_run[0]), (&shared3[((stage * 512) + ((i * 32) + (jj * 8)))]));
+                    {
+                      const float s = s_run[0];
+                      {
+                        const int w_1 = w_run[1];
+                        {
+                          const float s_1 = s_run[1];
+                          {
+                            const int w_2 = w_run[2];
+                            {
+                              const float s_2 = s_run[2];
+                              {
+                                const int w_3 = w_run[3];
+                                {
+                                  const float s_3 = s_run[3];
+                                  {
+                                    const int w_4 = w_run[4];
+                                    {
+                                      const float s_4 = s_run[4];
+                                      {
+                                        const int w_5 = w_run[5];
+                                        {
+                                          const float s_5 = s_run[5];
+                                          {
+                                            const int w_6 = w_run[6];
+                                            {
+                                              const float s_6 = s_run[6];
+                                              {
+                                                const int w_7 = w_run[7];
+                                                {
+                                                  const float s_7 = s_run[7];
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + ((i * 8) * 32)) + (((((jj * 8) % 32) / 8) ^ (((i * 8) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 0, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 0, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 0, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 0, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 1) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 1) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 4, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 4, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 4, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 4, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 2) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 2) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 8, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 8, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 8, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 8, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 3) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 3) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 12, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 12, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 12, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 12, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 4) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 4) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 16, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 16, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 16, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 16, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 5) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 5) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 20, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 20, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 20, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 20, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 6) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 6) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 24, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 24, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 24, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 24, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                  tp::cg::store_words((&shared1[(((ko % 2) * 4096) + ((((((jj * 8) / 32) * 4096) + (((i * 8) + 7) * 32)) + (((((jj * 8) % 32) / 8) ^ ((((i * 8) + 7) / 2) % 4)) * 8)) + (((jj * 8) % 32) % 8)))]), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 28, 15>(w, w_1), tp::cg::exact2<tp::bf16>(s, s_1)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 28, 15>(w_2, w_3), tp::cg::exact2<tp::bf16>(s_2, s_3)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 28, 15>(w_4, w_5), tp::cg::exact2<tp::bf16>(s_4, s_5)), tp::cg::mul2<tp::bf16>(tp::cg::small_fields2<tp::bf16, 8, 28, 15>(w_6, w_7), tp::cg::exact2<tp::bf16>(s_6, s_7)));
+                                                }
+                                              }
+                                            }
+                                          }
+                                        }
+                                      }
+                                    }
+                                  }
+                                }
+                              }
+                            }
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
               }
             }
           }
