@@ -8,9 +8,9 @@
 // - a product of such an integer (at most 2^p in magnitude, p the type's significand bits) and a
 //   value of the type has at most 2p + 1 <= 24 significant bits, none below the type's smallest
 //   subnormal, so its f32 value is exact and one rounding to the type gives what fma.rn does.
-// The unpacking loop of an int4 GEMM writes its B tile so: (code - 8) * scale. On sm_90 the
-// conversions it replaces (cvt.rn.bf16x2.f32) run on a low-throughput pipe and bounded the
-// unpacking, which overlaps the tensor cores only if it is shorter than their work.
+// A loop that unpacks 4-bit codes into a gemm operand writes it so: (code - 8) * scale. On sm_90
+// the conversions this replaces (cvt.rn.bf16x2.f32) run on a low-throughput pipe, and such a
+// loop overlaps the tensor cores only while it is shorter than their work.
 #pragma once
 #include <map>
 #include <vector>
