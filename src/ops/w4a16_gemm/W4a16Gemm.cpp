@@ -86,13 +86,14 @@ Config default_config(const Problem& p, const std::string& arch) {
   // these are what the pilot's tuner chose (H100, 2026-12-06, 130 trials a shape, against the
   // old defaults in the same run): 64 columns and bk = 128 at N = 4096 (M = 1: 0.0217 ms against
   // 0.0290 with 32 columns), 256 columns and bk = 64 at N = 28672 (M = 1: 0.0558 against 0.1206
-  // with 64 columns and bk = 128). sm_80's are priors, not measured on a GPU.
+  // with 64 columns and bk = 128). The switch sits where 256 columns still give 96 blocks;
+  // between the two measured N it is a guess. sm_80's are priors, not measured on a GPU.
   const bool decode = M <= 64;
   if (arch == "sm_90a") {
     if (decode)
       return with_bk({{"bm", 64},
-                      {"bn", N >= 16384 ? 256 : 64},
-                      {"bk", N >= 16384 ? 64 : 128},
+                      {"bn", N >= 24576 ? 256 : 64},
+                      {"bk", N >= 24576 ? 64 : 128},
                       {"stages", 4},
                       {"threads", 128}});
     // Prefill: the unpacking's work per step grows with bk * bn and the tensor cores' with
