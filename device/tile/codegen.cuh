@@ -237,9 +237,7 @@ struct Packed16<half> {
     return sm80::fma_rn_f16x2(a, b, c);
   }
   /// Two f32 values that are exactly f16 values (the conversion rounds nothing).
-  static TP_DEVICE uint32_t exact2(float lo, float hi) {
-    return sm80::cvt_rn_f16x2_f32(hi, lo);
-  }
+  static TP_DEVICE uint32_t exact2(float lo, float hi) { return sm80::cvt_rn_f16x2_f32(hi, lo); }
 };
 /// The bits of the integer v in T (|v| small enough to be exact: the pass checks it).
 template <typename T>
@@ -253,27 +251,29 @@ TP_HOST_DEVICE constexpr uint32_t int_bits16(int v) {
   const uint32_t m = ((a << Packed16<T>::mantissa) >> e) & ((1u << Packed16<T>::mantissa) - 1);
   return sign | (static_cast<uint32_t>(e + Packed16<T>::bias) << Packed16<T>::mantissa) | m;
 }
-/// (a - C, b - C) in T, exactly, for integers a, b in [0, Packed16<T>::base): each in the low
-/// mantissa bits of base, then base + C subtracted (integers that fit T: exact).
+/// (a - C, b - C) in T, exactly, for the integers a in bits 0-15 and b in bits 16-31 of `ab`,
+/// both in [0, Packed16<T>::base): each in the low mantissa bits of base, then base + C
+/// subtracted (integers that fit T: exact).
+template <typename T, int C>
+TP_DEVICE uint32_t from_magic2(uint32_t ab) {
+  constexpr uint32_t minus = int_bits16<T>(-(Packed16<T>::base + C));
+  return Packed16<T>::fma2(ab | Packed16<T>::magic, Packed16<T>::one2, minus | (minus << 16));
+}
+/// from_magic2 of two small integers a, b.
 template <typename T, int C>
 TP_DEVICE uint32_t small_ints2(int a, int b) {
-  constexpr uint32_t minus = int_bits16<T>(-(Packed16<T>::base + C));
-  const uint32_t x = sm80::prmt(static_cast<uint32_t>(a), static_cast<uint32_t>(b), 0x5410u) |
-                     Packed16<T>::magic;
-  return Packed16<T>::fma2(x, Packed16<T>::one2, minus | (minus << 16));
+  return from_magic2<T, C>(sm80::prmt(static_cast<uint32_t>(a), static_cast<uint32_t>(b), 0x5410u));
 }
 /// small_ints2 of two bit fields, a = (xa >> K) & M and b = (xb >> K) & M, each inside byte K / 8
 /// of its word: one prmt gathers that byte of both words (the same prmt serves every field of
-/// the byte), a shift, and one mask-and-or that also places the magic.
+/// the byte), a shift and a mask; the mask and the magic's or make one lop3.
 template <typename T, int C, int K, int M>
 TP_DEVICE uint32_t small_fields2(int xa, int xb) {
   constexpr uint32_t q = K / 8;
-  constexpr uint32_t minus = int_bits16<T>(-(Packed16<T>::base + C));
   uint32_t t = sm80::prmt(static_cast<uint32_t>(xa), static_cast<uint32_t>(xb),
                           q | (q << 4) | ((4 + q) << 8) | ((4 + q) << 12));
   if constexpr (K % 8 != 0) t >>= K % 8;
-  const uint32_t x = (t & (static_cast<uint32_t>(M) * 0x10001u)) | Packed16<T>::magic;
-  return Packed16<T>::fma2(x, Packed16<T>::one2, minus | (minus << 16));
+  return from_magic2<T, C>(t & (static_cast<uint32_t>(M) * 0x10001u));
 }
 /// Two f32 values exactly representable in T, packed (lo in the low half).
 template <typename T>

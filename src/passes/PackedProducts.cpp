@@ -29,7 +29,8 @@ Expr resolve(const Expr& v, const std::map<uint64_t, Expr>& lets) {
 /// masked with a non-negative constant.
 std::optional<int64_t> known_max(const Expr& v, const std::map<uint64_t, Expr>& lets) {
   const Expr e = resolve(v, lets);
-  if (const auto* i = ir::as<ir::IntImm>(e)) return i->value >= 0 ? std::optional(i->value) : std::nullopt;
+  if (const auto* i = ir::as<ir::IntImm>(e))
+    return i->value >= 0 ? std::optional(i->value) : std::nullopt;
   if (const auto* b = ir::as<ir::Binary>(e); b && b->op == ir::BinOp::bit_and)
     for (const Expr& m : {b->a, b->b})
       if (const auto* i = ir::as<ir::IntImm>(m); i && i->value >= 0) return i->value;
@@ -61,8 +62,8 @@ Expr magic_integer(const Expr& v, const std::map<uint64_t, Expr>& lets) {
 Form small_int(const Expr& v, const std::map<uint64_t, Expr>& lets) {
   const Expr e = resolve(v, lets);
   Form f;
-  if (const auto* c = ir::as<ir::Cast>(e); c && c->dtype == DType::f32 && is_int(c->value.dtype()) &&
-                                            known_max(c->value, lets)) {
+  if (const auto* c = ir::as<ir::Cast>(e);
+      c && c->dtype == DType::f32 && is_int(c->value.dtype()) && known_max(c->value, lets)) {
     f.kind = Form::small_int;
     f.e = c->value;
     return f;
@@ -163,8 +164,8 @@ ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& 
                            std::to_string(fl->k) + ", " + std::to_string(fl->m) + ">",
                        {fl->x, fh->x}, DType::i32);
     else if (lo.kind != Form::exact)
-      ints = call_expr("tp::cg::small_ints2<" + t + ", " + std::to_string(lo.c) + ">",
-                       {lo.e, hi.e}, DType::i32);
+      ints = call_expr("tp::cg::small_ints2<" + t + ", " + std::to_string(lo.c) + ">", {lo.e, hi.e},
+                       DType::i32);
     if (lo.kind != Form::small_int)
       halves = call_expr("tp::cg::exact2<" + t + ">", {lo.x, hi.x}, DType::i32);
     args.push_back(lo.kind == Form::product

@@ -747,30 +747,29 @@ inline DiffCase shared_packed_products() {
   Tensor Yb("Yb", {R8, N}, bf16), Yh("Yh", {R8, N}, f16), Yc("Yc", {R8, N}, bf16);
   Tensor Ye("Ye", {R, N}, bf16);
   auto centred = [](const Expr& code) { return bitcast(f32, code | 0x4B000000) - 8388616.0f; };
-  c.kernel = kernel(
-      "packed_products", {W, S, H, Yb, Yh, Yc, Ye}, grid(ceildiv(N, 64), ceildiv(R, 2)),
-      threads(128), [&](Var bx, Var by) {
-        Tile sb = alloc_shared({16, 64}, bf16), sh = alloc_shared({16, 64}, f16);
-        Tile sc = alloc_shared({16, 64}, bf16), se = alloc_shared({2, 64}, bf16);
-        parallel({2, 64}, [&](Var r, Var j) {
-          Var w = let("w", W(by * 2 + r, bx * 64 + j));
-          Var s = let("s", cast(f32, S(bx * 64 + j)));
-          Var h = let("h", cast(f32, H(bx * 64 + j)));
-          for (int i = 0; i < 8; ++i) {
-            Expr code = (w >> (4 * i)) & 15;
-            sb(r * 8 + i, j) = centred(code) * s;
-            sh(r * 8 + i, j) = h * centred(code);
-            // Fields 2 bits up: rows 0, 2, 4, 6 inside a byte (gathered by byte, then
-            // shifted), rows 1, 3, 5, 7 across bytes (row 7's reaches the sign fill).
-            sc(r * 8 + i, j) = cast(f32, (w >> (4 * i + 2)) & 15);
-          }
-          se(r, j) = s;
-        });
-        copy(sb, Yb.tile(by * 16, bx * 64));
-        copy(sh, Yh.tile(by * 16, bx * 64));
-        copy(sc, Yc.tile(by * 16, bx * 64));
-        copy(se, Ye.tile(by * 2, bx * 64));
-      });
+  c.kernel = kernel("packed_products", {W, S, H, Yb, Yh, Yc, Ye},
+                    grid(ceildiv(N, 64), ceildiv(R, 2)), threads(128), [&](Var bx, Var by) {
+                      Tile sb = alloc_shared({16, 64}, bf16), sh = alloc_shared({16, 64}, f16);
+                      Tile sc = alloc_shared({16, 64}, bf16), se = alloc_shared({2, 64}, bf16);
+                      parallel({2, 64}, [&](Var r, Var j) {
+                        Var w = let("w", W(by * 2 + r, bx * 64 + j));
+                        Var s = let("s", cast(f32, S(bx * 64 + j)));
+                        Var h = let("h", cast(f32, H(bx * 64 + j)));
+                        for (int i = 0; i < 8; ++i) {
+                          Expr code = (w >> (4 * i)) & 15;
+                          sb(r * 8 + i, j) = centred(code) * s;
+                          sh(r * 8 + i, j) = h * centred(code);
+                          // Fields 2 bits up: rows 0, 2, 4, 6 inside a byte (gathered by byte, then
+                          // shifted), rows 1, 3, 5, 7 across bytes (row 7's reaches the sign fill).
+                          sc(r * 8 + i, j) = cast(f32, (w >> (4 * i + 2)) & 15);
+                        }
+                        se(r, j) = s;
+                      });
+                      copy(sb, Yb.tile(by * 16, bx * 64));
+                      copy(sh, Yh.tile(by * 16, bx * 64));
+                      copy(sc, Yc.tile(by * 16, bx * 64));
+                      copy(se, Ye.tile(by * 2, bx * 64));
+                    });
   const int64_t R_ = 4, N_ = 128;
   HostTensor words(i32, {R_, N_}), sb(bf16, {N_}), sh(f16, {N_});
   uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -789,8 +788,13 @@ inline DiffCase shared_packed_products() {
   sh.set(5, 6e-8);   // f16 subnormals
   sh.set(6, -1e-5);
   sh.set(7, 8100.0); // times 8: near f16's largest value
-  c.args = {words, sb, sh, sentinel(bf16, {R_ * 8, N_}), sentinel(f16, {R_ * 8, N_}),
-            sentinel(bf16, {R_ * 8, N_}), sentinel(bf16, {R_, N_})};
+  c.args = {words,
+            sb,
+            sh,
+            sentinel(bf16, {R_ * 8, N_}),
+            sentinel(f16, {R_ * 8, N_}),
+            sentinel(bf16, {R_ * 8, N_}),
+            sentinel(bf16, {R_, N_})};
   c.outputs = {3, 4, 5, 6};
   c.expect = [](std::vector<HostTensor>& a) {
     const auto* w = static_cast<const uint32_t*>(a[0].data());

@@ -17,18 +17,18 @@ using namespace tp;
 namespace {
 
 enum class Value {
-  int4_bf16,          // (code - 8) * scale into bf16: an int4 GEMM's unpacking
-  int4_f16,           // the same into f16 with f16 scales
-  scale_first,        // scale * (code - 8)
-  added_offset,       // bitcast(...) + (-(2^23 + 8)): the same integer, written with +
-  codes_only,         // cast(f32, code): a small integer alone
-  straddling,         // ((w >> (4i + 2)) & 15 - 8) * scale: odd rows' fields cross a byte
-  exact_copy,         // a bf16 value alone
-  wide_mask_bf16,     // (w & 255) - 8 into bf16: 255 does not fit below bf16's base of 128
-  wide_mask_f16,      // the same into f16: it fits below 1024
-  two_scales,         // scale * scale: the f32 product is not exact
-  scale_of_other_type,// an f16 scale into a bf16 tile
-  plus_one,           // (code - 8) * scale + 1: a sum rounds
+  int4_bf16,           // (code - 8) * scale into bf16: an int4 GEMM's unpacking
+  int4_f16,            // the same into f16 with f16 scales
+  scale_first,         // scale * (code - 8)
+  added_offset,        // bitcast(...) + (-(2^23 + 8)): the same integer, written with +
+  codes_only,          // cast(f32, code): a small integer alone
+  straddling,          // ((w >> (4i + 2)) & 15 - 8) * scale: odd rows' fields cross a byte
+  exact_copy,          // a bf16 value alone
+  wide_mask_bf16,      // (w & 255) - 8 into bf16: 255 does not fit below bf16's base of 128
+  wide_mask_f16,       // the same into f16: it fits below 1024
+  two_scales,          // scale * scale: the f32 product is not exact
+  scale_of_other_type, // an f16 scale into a bf16 tile
+  plus_one,            // (code - 8) * scale + 1: a sum rounds
 };
 
 /// bitcast(f32, e | 0x4B000000) - (2^23 + 8): the integer e - 8.
@@ -52,19 +52,36 @@ Kernel kernel_of(Value v) {
                       Expr code = (w >> (4 * i)) & 15;
                       Expr out;
                       switch (v) {
-                      case Value::scale_first: out = s * centred(code); break;
+                      case Value::scale_first:
+                        out = s * centred(code);
+                        break;
                       case Value::added_offset:
                         out = (bitcast(f32, code | 0x4B000000) + (-8388616.0f)) * s;
                         break;
-                      case Value::codes_only: out = cast(f32, code); break;
-                      case Value::straddling: out = centred((w >> (4 * i + 2)) & 15) * s; break;
-                      case Value::exact_copy: out = s; break;
+                      case Value::codes_only:
+                        out = cast(f32, code);
+                        break;
+                      case Value::straddling:
+                        out = centred((w >> (4 * i + 2)) & 15) * s;
+                        break;
+                      case Value::exact_copy:
+                        out = s;
+                        break;
                       case Value::wide_mask_bf16:
-                      case Value::wide_mask_f16: out = centred((w >> (4 * i)) & 255) * s; break;
-                      case Value::two_scales: out = s * s; break;
-                      case Value::scale_of_other_type: out = centred(code) * h; break;
-                      case Value::plus_one: out = centred(code) * s + 1.0f; break;
-                      default: out = centred(code) * s;
+                      case Value::wide_mask_f16:
+                        out = centred((w >> (4 * i)) & 255) * s;
+                        break;
+                      case Value::two_scales:
+                        out = s * s;
+                        break;
+                      case Value::scale_of_other_type:
+                        out = centred(code) * h;
+                        break;
+                      case Value::plus_one:
+                        out = centred(code) * s + 1.0f;
+                        break;
+                      default:
+                        out = centred(code) * s;
                       }
                       t(r * 8 + i, j) = out;
                     }
@@ -105,8 +122,8 @@ Lowered lower(Value v) {
           for (const Expr& a : c->args)
             h.visit(a);
         }
-        out.f32_runs += c->name.rfind("tp::cg::store", 0) == 0 &&
-                        c->name.find("_aligned") != std::string::npos;
+        out.f32_runs +=
+            c->name.rfind("tp::cg::store", 0) == 0 && c->name.find("_aligned") != std::string::npos;
       });
   return out;
 }

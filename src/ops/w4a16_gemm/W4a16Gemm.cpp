@@ -83,11 +83,12 @@ Config default_config(const Problem& p, const std::string& arch) {
     return with_bk({{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}});
   // Decode reads the weights once: its M <= 64 rows fit one tensor-core tile (wgmma's m64;
   // mma's m16 on sm_80) and the column tiles set how many blocks stream the words. On sm_90a
-  // these are what the pilot's tuner chose (H100, 2026-12-06, 130 trials a shape, against the
-  // old defaults in the same run): 64 columns and bk = 128 at N = 4096 (M = 1: 0.0217 ms against
-  // 0.0290 with 32 columns), 256 columns and bk = 64 at N = 28672 (M = 1: 0.0558 against 0.1206
-  // with 64 columns and bk = 128). The switch sits where 256 columns still give 96 blocks;
-  // between the two measured N it is a guess. sm_80's are priors, not measured on a GPU.
+  // these are what the pilot's tuner chose (H100, 2026-12-06, 91-130 trials a shape, against
+  // the old defaults in the same run): 64 columns and bk = 128 at N = 4096 (M = 1: 0.0217 ms
+  // against 0.0290 with 32 columns), 256 columns and bk = 64 at N = 28672 (M = 1: 0.0558
+  // against 0.1206 with 64 columns and bk = 128). The switch sits where 256 columns still give
+  // 96 blocks; between the two measured N it is a guess. sm_80's are priors, not measured on a
+  // GPU.
   const bool decode = M <= 64;
   if (arch == "sm_90a") {
     if (decode)
