@@ -134,12 +134,16 @@ std::optional<Field> field(const Expr& v, const std::map<uint64_t, Expr>& lets) 
 /// The small integer E - c with E in [0, hi] packs exactly: hi below the magic's base, and every
 /// integer on the way (base + c, -c, hi - c) within 2^p of zero, p the type's significand bits.
 bool packs_exactly(DType dtype, int64_t hi, int64_t c) {
-  const int64_t base = dtype == DType::bf16 ? 128 : 1024, limit = dtype == DType::bf16 ? 256 : 2048;
+  const int64_t base = dtype == DType::bf16 ? 128 : 1024, limit = packed_integer_limit(dtype);
   return hi < base && std::llabs(base + c) <= limit && std::llabs(c) <= limit &&
          std::llabs(hi - c) <= limit;
 }
 
 } // namespace
+
+int64_t packed_integer_limit(DType dtype) {
+  return dtype == DType::bf16 ? 256 : 2048;
+}
 
 ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& values,
                          const std::map<uint64_t, Expr>& lets) {

@@ -31,4 +31,8 @@ namespace tp::passes {
 ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& values,
                          const std::map<uint64_t, Expr>& lets);
 
+/// The largest magnitude of an integer the packed form lets through for `dtype` (bf16 or f16):
+/// 2^p, p its significand bits, so that every integer on the way is exact in `dtype`.
+int64_t packed_integer_limit(DType dtype);
+
 } // namespace tp::passes
