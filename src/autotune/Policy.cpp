@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "autotune/TuningDb.h"
@@ -33,15 +34,27 @@ nlohmann::json read_json_file(const std::string& path) {
   return j;
 }
 
+/// Whether the file `fd` is empty or ends in a newline.
+bool ends_whole(int fd) {
+  struct stat st {};
+  char last = '\n';
+  return ::fstat(fd, &st) != 0 || st.st_size == 0 || ::pread(fd, &last, 1, st.st_size - 1) != 1 ||
+         last == '\n';
+}
+
 // Appends one line under an flock, so concurrent processes never interleave partial lines.
-// Telemetry is best effort: a failure is reported once and never changes the choice.
+// A writer killed inside its write() leaves a cut line (Linux stops a many-page write at a
+// fatal signal), so a line is begun on a fresh line: the cut one stays alone, unparseable,
+// and never swallows the next record. Telemetry is best effort: a failure is reported once
+// and never changes the choice.
 void append_telemetry(const std::string& path, const nlohmann::json& line) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   std::string text = line.dump() + "\n";
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && ::flock(fd, LOCK_EX) == 0 &&
-            ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && ::flock(fd, LOCK_EX) == 0;
+  if (ok && !ends_whole(fd)) text.insert(0, "\n");
+  ok = ok && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   int err = errno;
   if (fd >= 0) ::close(fd);
   static bool reported = false;

@@ -29,8 +29,12 @@ bool debug_ir() {
   return v && std::string(v) == "1";
 }
 
-void dump(const char* pass, const std::string& text) {
-  if (debug_ir()) std::cerr << "=== after " << pass << " ===\n" << text << "\n";
+/// Prints `text()` after `pass` when TILEPILOT_DEBUG_IR=1. The text is made only then: printing
+/// the whole kernel after every pass was most of a lowering's time (the tuner lowers every
+/// config of its space to estimate it).
+template <typename Text>
+void dump(const char* pass, Text text) {
+  if (debug_ir()) std::cerr << "=== after " << pass << " ===\n" << text() << "\n";
 }
 
 std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
@@ -87,9 +91,17 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
   return os.str();
 }
 
-} // namespace
+/// The passes before tile-op lowering: what sizes the launch (shared memory, producer threads,
+/// TMA loads) is known here.
+struct Planned {
+  ir::KernelNode k; // barrier'd; the plans point into its nodes
+  passes::StagedBody staged;
+  passes::LayoutInfo layouts;
+  passes::PipelinePlan plan;
+  passes::SmemPlan smem;
+};
 
-LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
+Planned plan_kernel(const Kernel& kernel, const passes::Target& t) {
   const ir::KernelNode& k0 = kernel.node();
   ir::verify(k0);
   // Lets become statements of their scope, so the passes below see the tile ops after a let
@@ -99,21 +111,21 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   ir::for_each_stmt(k0.body, [&](const ir::Stmt& s) { lets |= ir::as<ir::Let>(s) != nullptr; });
   if (lets) {
     kf.body = passes::flatten_lets(k0.body);
-    dump("flatten_lets", ir::to_string(kf));
+    dump("flatten_lets", [&] { return ir::to_string(kf); });
   }
   // An epilogue's bias or residual is read where the accumulator loop uses it (the layouts say
   // which fragments are accumulators; they are inferred again on the result below).
   ir::Stmt sunk = passes::sink_fragment_loads(kf, passes::infer_layouts(kf, t));
   if (!sunk.same_as(kf.body)) {
     kf.body = sunk;
-    dump("sink_fragment_loads", ir::to_string(kf));
+    dump("sink_fragment_loads", [&] { return ir::to_string(kf); });
   }
   // A pipelined loop that asks for copies = cp_async has its loads into fragments staged
   // through shared memory, where the cp.async plan can issue them ahead.
   passes::StagedBody staged = passes::stage_fragment_loads(kf);
   if (!staged.body.same_as(kf.body)) {
     kf.body = staged.body;
-    dump("stage_fragment_loads", ir::to_string(kf));
+    dump("stage_fragment_loads", [&] { return ir::to_string(kf); });
   }
   // Barriers first (they need to know which buffers are shared), then plan again on the
   // barrier'd IR, whose nodes the pipeline plan points into.
@@ -121,15 +133,37 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   passes::PipelinePlan p0 = passes::plan_pipeline(kf, l0, t);
   ir::KernelNode k = kf;
   k.body = passes::insert_barriers(kf, l0, p0);
-  dump("insert_barriers", ir::to_string(k));
+  dump("insert_barriers", [&] { return ir::to_string(k); });
   passes::LayoutInfo layouts = passes::infer_layouts(k, t);
   passes::PipelinePlan plan = passes::plan_pipeline(k, layouts, t);
   passes::SmemPlan smem = passes::plan_shared_memory(k, layouts, plan, t);
-  dump("infer_layouts", passes::to_string(k, layouts));
+  dump("infer_layouts", [&] { return passes::to_string(k, layouts); });
+  return {std::move(k), std::move(staged), std::move(layouts), std::move(plan), std::move(smem)};
+}
 
+/// The TMA-free variant's target when a tensor TMA would load (`tma_params`) has rows that are not
+/// 16-byte multiples; `t` otherwise.
+passes::Target tma_for_shapes(passes::Target t, const std::vector<int>& tma_params,
+                              const std::vector<ir::ArgDesc>& args) {
+  for (int p : tma_params) {
+    const ir::ArgDesc& a = args.at(p);
+    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) t.allow_tma = false;
+  }
+  return t;
+}
+
+} // namespace
+
+LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
+  const ir::KernelNode& k0 = kernel.node();
+  Planned pl = plan_kernel(kernel, t);
+  const ir::KernelNode& k = pl.k;
+  const passes::LayoutInfo& layouts = pl.layouts;
+  const passes::PipelinePlan& plan = pl.plan;
+  const passes::SmemPlan& smem = pl.smem;
   passes::LowerContext cx(k, t, layouts, plan, smem);
   ir::Stmt lowered = passes::lower_tile_ops(cx);
-  dump("lower_tile_ops", ir::to_string(lowered));
+  dump("lower_tile_ops", [&] { return ir::to_string(lowered); });
 
   LoweredKernel out;
   out.kernel = kernel;
@@ -156,13 +190,13 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   cuda::EmitInput in{k,         lowered,           layouts, plan, smem, t, out.block_threads,
                      out.entry, out.param_written, cx.tid};
   out.source = emit_cuda(in);
-  dump("codegen", out.source);
+  dump("codegen", [&] { return out.source; });
   out.canonical_ir = ir::to_string(k0, true) + "\n// target " + t.str();
   std::string writes;
   for (const std::string& n : cx.write_notes)
     writes += "// " + n + "\n";
-  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem, staged.loops) + writes +
-                     ir::to_string(lowered);
+  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem, pl.staged.loops) +
+                     writes + ir::to_string(lowered);
   out.body_with_barriers = k.body;
   return out;
 }
@@ -191,12 +225,28 @@ LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
   // at launch); at most one more lowering gives the variant these shapes take.
   LoweredKernel lk = lower_kernel(k, t);
   const passes::Target first = t;
-  for (const TmaParam& p : lk.tmas) {
-    const ir::ArgDesc& a = args.at(p.param);
-    if (a.shape.back() * dtype_bytes(a.dtype) % 16 != 0) t.allow_tma = false;
-  }
+  std::vector<int> tma_params;
+  for (const TmaParam& p : lk.tmas)
+    tma_params.push_back(p.param);
+  t = tma_for_shapes(t, tma_params, args);
   t.even_rows = even_row_params(lk.paired_params, args);
   return t.allow_tma == first.allow_tma && t.even_rows == first.even_rows ? lk : lower_kernel(k, t);
+}
+
+LaunchResources plan_for_shapes(const Kernel& k, const passes::Target& t,
+                                const std::vector<ir::ArgDesc>& args) {
+  // Paired stores (even_rows) change only how tile ops lower, never the plans; TMA does.
+  auto planned = [&](const passes::Target& target) {
+    Planned pl = plan_kernel(k, target);
+    std::vector<int> tma_params;
+    for (const passes::TmaLoad& l : pl.plan.loads)
+      tma_params.push_back(l.param);
+    return std::make_pair(std::move(pl), tma_params);
+  };
+  auto [pl, tma_params] = planned(t);
+  const passes::Target shaped = tma_for_shapes(t, tma_params, args);
+  if (shaped.allow_tma != t.allow_tma) pl = planned(shaped).first;
+  return {pl.k.threads + pl.plan.producer_threads(), pl.smem.total_bytes};
 }
 
 } // namespace tp::cuda

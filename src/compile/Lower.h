@@ -21,4 +21,14 @@ uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args);
 LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
                                const std::vector<ir::ArgDesc>& args);
 
+/// What a launch of `k` on tensors shaped like `args` needs, as lower_for_shapes(k, t, args)
+/// would size it, from the plans alone: tile ops are not lowered and no source is emitted, so
+/// it costs a fraction of a lowering (the tuner sizes every config of its space this way).
+struct LaunchResources {
+  int block_threads = 0;  // consumers + producer warpgroup
+  int64_t smem_bytes = 0; // dynamic shared memory
+};
+LaunchResources plan_for_shapes(const Kernel& k, const passes::Target& t,
+                                const std::vector<ir::ArgDesc>& args);
+
 } // namespace tp::cuda

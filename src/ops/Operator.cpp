@@ -208,8 +208,9 @@ void Operator::run_host_framework(const Problem& p, std::vector<HostTensor>& arg
 }
 
 Estimate Operator::estimate(const Problem& p, const Config& c, const std::string& arch) const {
-  // The compiler's own plan: lowering needs no NVRTC and no GPU. Registers are left to the
-  // ptxas report after compiling. Steps run one after another, so the largest step bounds.
+  // The compiler's own plan (its passes up to tile-op lowering): no NVRTC, no GPU. Registers are
+  // left to the ptxas report after compiling. Steps run one after another, so the largest step
+  // bounds.
   passes::Target t = passes::Target::parse(arch);
   t.enforce_smem_limit = false; // the tuner compares the plan with the device's limit
   Estimate e;
@@ -220,9 +221,9 @@ Estimate Operator::estimate(const Problem& p, const Config& c, const std::string
     std::vector<ir::ArgDesc> descs;
     for (const ArgSpec& a : step_arg_specs(prog, s, call))
       descs.push_back({a.dtype, a.shape});
-    cuda::LoweredKernel lk = cuda::lower_for_shapes(prog.steps[s].kernel, t, descs);
-    e.smem_bytes = std::max<int64_t>(e.smem_bytes, lk.smem_bytes);
-    e.block_threads = std::max<int64_t>(e.block_threads, lk.block_threads);
+    const cuda::LaunchResources r = cuda::plan_for_shapes(prog.steps[s].kernel, t, descs);
+    e.smem_bytes = std::max<int64_t>(e.smem_bytes, r.smem_bytes);
+    e.block_threads = std::max<int64_t>(e.block_threads, r.block_threads);
   }
   return e;
 }

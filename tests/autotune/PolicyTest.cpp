@@ -233,3 +233,19 @@ TEST(Policy, MalformedPinnedTableIsAUserErrorNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find("trunc.json is not valid JSON"), std::string::npos);
   }
 }
+
+// A writer killed inside its append leaves a line without its newline: the next record starts
+// a line of its own rather than continuing the cut one.
+TEST(Policy, TelemetryRecordAfterACutLineIsALineOfItsOwn) {
+  TempDir d;
+  std::ofstream(d.path + "/telemetry.jsonl") << "{\"policy\":\"adaptive\",\"key\":{\"op";
+  Policy p = adaptive(d, fake_hooks(fake_gpu()));
+  choose_config(p, gemm(), problem(), fake_h200());
+  std::ifstream in(d.path + "/telemetry.jsonl");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "{\"policy\":\"adaptive\",\"key\":{\"op");
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["source"], "tuned");
+}
