@@ -177,6 +177,12 @@ inline Threads threads(int n) {
 /// Options of a kernel that are not part of its body.
 struct KernelOptions {
   int64_t smem_limit = 0; // bytes of shared memory the kernel may use; 0 = the target's
+  /// Blocks that are to run on one SM at once (1 to 4), for kernels that hide latency with
+  /// more resident blocks rather than with a deeper pipeline. The compiler then keeps each
+  /// block within its share of the SM: registers (the launch bound's minimum blocks, and the
+  /// warp-specialized split of 64K / blocks registers) and shared memory (a user error past
+  /// its share). Results never depend on it; the interpreter ignores it.
+  int blocks_per_sm = 1;
 };
 
 /// Builds a kernel. `params` are the launch arguments in order (Tensors and Scalars); `body`

@@ -19,7 +19,8 @@
 #include "tilepilot/operator.h"
 
 /// Bumped whenever a change to the public headers breaks plug-ins built before it.
-#define TILEPILOT_PLUGIN_ABI 3 // 2: Knob::multiple, 3: Operator::program
+// 2: Knob::multiple, 3: Operator::program, 4: KernelOptions::blocks_per_sm
+#define TILEPILOT_PLUGIN_ABI 4
 
 namespace tp::ops {
 

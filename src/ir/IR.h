@@ -496,6 +496,7 @@ struct KernelNode {
   std::vector<Var> block_vars;
   int threads = 128;
   int64_t smem_limit = 0; // bytes; 0 = the target's
+  int blocks_per_sm = 1;  // KernelOptions::blocks_per_sm
   Stmt body;
   std::map<std::string, std::string> attrs; // annotations (rasterization, hints)
   SourceLoc loc;

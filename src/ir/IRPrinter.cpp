@@ -84,6 +84,7 @@ void IRPrinter::print(const KernelNode& k) {
   }
   os_ << ") threads(" << k.threads << ")";
   if (k.smem_limit) os_ << " smem_limit(" << k.smem_limit << ")";
+  if (k.blocks_per_sm != 1) os_ << " blocks_per_sm(" << k.blocks_per_sm << ")";
   for (const auto& [key, v] : k.attrs) os_ << " @" << key << "(" << v << ")";
   os_ << " blocks(";
   for (size_t i = 0; i < k.block_vars.size(); ++i) {

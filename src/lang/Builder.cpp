@@ -103,6 +103,10 @@ Kernel build_kernel(const std::string& name, const Params& params, Grid g, Threa
   if (t.count <= 0 || t.count > 1024 || t.count % 32 != 0)
     user_error(loc) << "kernel '" << name << "': threads(" << t.count
                     << ") must be a multiple of 32 between 32 and 1024";
+  if (opts.blocks_per_sm < 1 || opts.blocks_per_sm > 4)
+    user_error(loc) << "kernel '" << name << "': blocks_per_sm = " << opts.blocks_per_sm
+                    << " is not 1 to 4; an SM holds at most 4 blocks' share of registers and "
+                       "shared memory worth asking for";
   for (const Expr& e : g.extents)
     if (!e.defined() || is_float(e.dtype()))
       user_error(loc) << "kernel '" << name << "': grid extents must be integer expressions";
@@ -112,6 +116,7 @@ Kernel build_kernel(const std::string& name, const Params& params, Grid g, Threa
   node->threads = t.count;
   node->grid = g.extents;
   node->smem_limit = opts.smem_limit;
+  node->blocks_per_sm = opts.blocks_per_sm;
   node->loc = loc;
 
   KernelBuilder kb;

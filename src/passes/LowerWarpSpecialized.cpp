@@ -250,20 +250,22 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   if (packed) cx.packed_a.erase(g2->a.buffer->uid);
 }
 
-/// Per-thread register counts after `setmaxnreg`, for one block per SM of T consumer threads
-/// plus the 128-thread producer warpgroup.
+/// Per-thread register counts after `setmaxnreg`, for `blocks` blocks per SM of T consumer
+/// threads plus the 128-thread producer warpgroup.
 struct RegisterSplit {
   int producer = 0, consumer = 0;
 };
 
-/// The rule: the SM's 65,536 registers are shared by the block's T + 128 threads. The producer
-/// only computes TMA coordinates, so it gives registers back; the consumers take what it frees.
+/// The rule: a block's share of the SM's 65,536 registers (all of them, or 1 / blocks when the
+/// kernel asks for more blocks per SM) is shared by its T + 128 threads. The producer only
+/// computes TMA coordinates, so it gives registers back; the consumers take what it frees.
 /// `setmaxnreg` counts are multiples of 8 in [24, 256], and consumers stop at 240, which leaves
 /// ptxas headroom below the 255 a thread can address. The producer keeps 40 (its coordinate
 /// arithmetic then never spills) when that still lets the consumers reach 240, else drops to
-/// the minimum 24. So T = 128 gets 40/240, T = 256 gets 24/240 and T = 384 gets 24/160.
-RegisterSplit split_registers(int T) {
-  constexpr int file = 65536, producer_threads = 128, cap = 240, floor_regs = 24, roomy = 40;
+/// the minimum 24. So one block of T = 128 gets 40/240, T = 256 gets 24/240 and T = 384 gets
+/// 24/160; two blocks of T = 128 get 24/232.
+RegisterSplit split_registers(int T, int blocks) {
+  const int file = 65536 / blocks, producer_threads = 128, cap = 240, floor_regs = 24, roomy = 40;
   auto consumer_for = [&](int producer) {
     return std::min(cap, (file - producer_threads * producer) / T / 8 * 8);
   };
@@ -277,7 +279,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const PipelinePlan& plan = cx.plan;
   const auto* body = ir::as<ir::Seq>(cx.k.body);
   const int S = plan.stages, T = cx.consumer_threads();
-  const RegisterSplit regs = split_registers(T);
+  const RegisterSplit regs = split_registers(T, cx.k.blocks_per_sm);
   const bool persistent = plan.persistent;
   std::map<const ir::Copy*, int> load_index;
   for (size_t i = 0; i < plan.loads.size(); ++i)

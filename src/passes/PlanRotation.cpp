@@ -113,8 +113,7 @@ void plan_rotation(const ir::KernelNode& k, const LayoutInfo& layouts, const Tar
       return;
     }
   if (chosen.empty()) return;
-  int64_t limit =
-      k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
+  const int64_t limit = t.smem_limit(k.smem_limit, k.blocks_per_sm);
   if (smem_estimate(k, layouts, plan, chosen) > limit) {
     plan.rotation_note = "not rotated: a second buffer would not fit in shared memory";
     return;

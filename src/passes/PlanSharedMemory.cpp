@@ -82,8 +82,7 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   // Persistent kernels add tile_empty and the tile-index slot (8 bytes each).
   out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 + (plan.persistent ? 2 : 0) : 0;
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
-  int64_t limit =
-      k.smem_limit > 0 ? std::min<int64_t>(k.smem_limit, t.smem_limit()) : t.smem_limit();
+  const int64_t limit = t.smem_limit(k.smem_limit, k.blocks_per_sm);
   if (t.enforce_smem_limit && out.total_bytes > limit) {
     std::ostringstream os;
     ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
@@ -95,7 +94,11 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
     });
     user_error(k.loc) << "kernel '" << k.name << "' needs " << out.total_bytes
                       << " bytes of shared memory on " << t.arch << ", over the limit of " << limit
-                      << " bytes:" << os.str() << " use smaller tiles or fewer stages";
+                      << " bytes"
+                      << (k.blocks_per_sm > 1 ? " (its share of the SM for blocks_per_sm = " +
+                                                    std::to_string(k.blocks_per_sm) + ")"
+                                              : std::string())
+                      << ":" << os.str() << " use smaller tiles or fewer stages";
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // The CUDA target a kernel is lowered for, and the features lowering may use.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,12 @@ struct Target {
   bool tma() const { return sm90() && allow_tma; }
   /// Largest dynamic shared memory a block may opt into, in bytes.
   int64_t smem_limit() const { return sm90() ? 232448 : 166912; }
+  /// What one block may use when `blocks_per_sm` blocks are to share an SM (each block also
+  /// costs the SM 1 KiB the hardware reserves), within `stated` when that is set (> 0).
+  int64_t smem_limit(int64_t stated, int blocks_per_sm) const {
+    const int64_t share = (smem_limit() + 1024) / blocks_per_sm - 1024;
+    return stated > 0 ? std::min(stated, share) : share;
+  }
   std::string str() const {
     return arch + (sm90() && !allow_tma ? "-notma" : "") +
            (view_params ? "-views" + std::to_string(view_params) : "") +

@@ -186,6 +186,11 @@ CompileOutput nvrtc_compile(const std::string& source, const std::string& progra
                  << program_name << "' for " << arch << " (" << api.nvrtcGetErrorString(r)
                  << ")\noptions:" << opt_text << "\nNVRTC log:\n"
                  << head(out.log, 60)
+                 << (out.log.find("Insufficient registers") != std::string::npos
+                         ? "ptxas ran out of registers under the kernel's launch bound: each "
+                           "thread may use 65536 / (block threads x blocks_per_sm), rounded down "
+                           "to 8; use smaller tiles, fewer threads or blocks_per_sm = 1.\n"
+                         : "")
                  << "To see the whole generated source: tilepilot show OP --stage cuda (OP is the "
                     "operator that produced '"
                  << program_name << "')";

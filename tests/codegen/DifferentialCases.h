@@ -60,22 +60,25 @@ inline double dot(const HostTensor& A, const HostTensor& B, int64_t r, int64_t c
 
 /// A gemm kernel over 64 x 64 blocks (k-steps of 32); `epilogue` writes acc to C.
 inline Kernel gemm_kernel(const std::string& name,
-                          std::function<void(Tile&, Tensor&, Var, Var)> epilogue) {
+                          std::function<void(Tile&, Tensor&, Var, Var)> epilogue,
+                          KernelOptions opts = {}) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
-  return kernel(name, {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
-                [&](Var bx, Var by) {
-                  Tile As = alloc_shared({64, 32}, bf16);
-                  Tile Bs = alloc_shared({32, 64}, bf16);
-                  Tile acc = alloc_fragment({64, 64}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, 32), 2, [&](Var k) {
-                    copy(A.tile(by * 64, k * 32), As);
-                    copy(B.tile(k * 32, bx * 64), Bs);
-                    gemm(As, Bs, acc);
-                  });
-                  epilogue(acc, C, bx, by);
-                });
+  return kernel(
+      name, {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+      [&](Var bx, Var by) {
+        Tile As = alloc_shared({64, 32}, bf16);
+        Tile Bs = alloc_shared({32, 64}, bf16);
+        Tile acc = alloc_fragment({64, 64}, f32);
+        clear(acc);
+        pipelined(ceildiv(K, 32), 2, [&](Var k) {
+          copy(A.tile(by * 64, k * 32), As);
+          copy(B.tile(k * 32, bx * 64), Bs);
+          gemm(As, Bs, acc);
+        });
+        epilogue(acc, C, bx, by);
+      },
+      opts);
 }
 
 inline DiffCase gemm_case(const std::string& name, int64_t M, int64_t N, int64_t K,
@@ -559,6 +562,17 @@ inline DiffCase gemm_odd_extents() {
           for (int64_t j = 0; j < N; ++j)
             a[2].set(i * N + j, dot(a[0], a[1], i, j));
       });
+}
+
+/// The gemm at odd extents again, asking for two blocks per SM: a performance option (half the
+/// register file and shared memory per block, warp-specialized on sm_90a), never a result.
+inline DiffCase two_blocks_per_sm() {
+  DiffCase c = gemm_odd_extents();
+  c.name = "TwoBlocksPerSmChangeNoResult";
+  c.kernel = gemm_kernel(
+      c.name, [](Tile& acc, Tensor& C, Var bx, Var by) { copy(acc, C.tile(by * 64, bx * 64)); },
+      KernelOptions{.blocks_per_sm = 2});
+  return c;
 }
 
 /// Row reductions of a register fragment (per-thread partials, shuffles, cross-warp scratch):
@@ -1114,6 +1128,7 @@ inline std::vector<NamedCase> differential_cases() {
           {"FillWritesExactlyItsRegion", fill_region},
           {"ReduceSumAndMaxAlongRows", reduce_rows},
           {"GemmAtOddExtents", gemm_odd_extents},
+          {"TwoBlocksPerSmChangeNoResult", two_blocks_per_sm},
           {"RegisterRowReduceWithinAWarp", register_reduce_in_one_warp},
           {"RegisterRowReduceAcrossWarps", register_reduce_across_warps},
           {"RegisterFragmentWithRaggedRowBlock", register_ragged_rows_and_columns},

@@ -194,6 +194,18 @@ TEST(LangErrors, SharedMemoryOverStatedLimit) {
       {"alloc_shared", "49152 bytes", "limit of 40960"});
 }
 
+TEST(LangErrors, BlocksPerSmOutOfRange) {
+  Fixture f;
+  for (int blocks : {0, 5})
+    expect_user_error(
+        [&] {
+          kernel(
+              "k", {f.A}, grid(1), threads(128), [&](Var) {},
+              KernelOptions{.blocks_per_sm = blocks});
+        },
+        {"blocks_per_sm = " + std::to_string(blocks), "not 1 to 4"});
+}
+
 TEST(LangErrors, WrongNumberOfBlockIndices) {
   Fixture f;
   expect_user_error([&] { kernel("k", {f.A}, grid(4, 4), threads(128), [&](Var) {}); },

@@ -1,6 +1,7 @@
 // w4a16_gemm through the CUDA backend without a GPU: the default sm_90a and sm_80 kernels for
 // decode and prefill at Llama-3-8B shapes, a group that a K step covers several of, and odd
-// shapes, lower and compile through NVRTC without spilling; the decode configs get the
+// shapes, lower and compile through NVRTC without spilling (two decode blocks per SM too, each
+// within half the register file); the decode configs get the
 // tensor-core gemm; the dequantize kernel of the framework chain compiles for both dtypes.
 #include <gtest/gtest.h>
 
@@ -47,6 +48,20 @@ std::vector<Shipped> shipped() {
                    32,
                    {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"stages", 2}, {"threads", 128}}});
   }
+  // Two decode blocks per SM: each keeps within half the register file (consumers 232 after
+  // setmaxnreg) and half the shared memory.
+  for (int64_t bn : {128, 64})
+    out.push_back({"sm_90a",
+                   16,
+                   28672,
+                   4096,
+                   128,
+                   {{"bm", 64},
+                    {"bn", bn},
+                    {"bk", 64},
+                    {"stages", 4},
+                    {"threads", 128},
+                    {"blocks_per_sm", 2}}});
   return out;
 }
 
@@ -78,6 +93,13 @@ TEST_P(W4a16GemmShipped, CompilesThroughNvrtcWithoutSpilling) {
   // The gemm runs on tensor cores, decode and prefill alike (a SIMT fallback would still pass).
   const std::string mma = s.arch == "sm_90a" ? "tp::cg::wgmma" : "tp::cg::mma";
   EXPECT_NE(lk.source.find(mma), std::string::npos) << config_str(c);
+  const int64_t blocks = c.count("blocks_per_sm") ? c.at("blocks_per_sm") : 1;
+  EXPECT_NE(lk.source.find("__launch_bounds__(" + std::to_string(lk.block_threads) + ", " +
+                           std::to_string(blocks) + ")"),
+            std::string::npos)
+      << config_str(c);
+  // The launch's registers fit `blocks` blocks in the SM's 64K.
+  EXPECT_LE(u.registers * lk.block_threads * blocks, 65536) << config_str(c) << " " << u.raw;
 }
 
 INSTANTIATE_TEST_SUITE_P(Defaults, W4a16GemmShipped, testing::ValuesIn(shipped()), name_of);

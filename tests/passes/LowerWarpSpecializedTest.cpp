@@ -16,24 +16,26 @@ using namespace tp;
 namespace {
 
 /// C = A B over 128 x 128 tiles in a 3-stage pipeline, `threads` consumer threads, with the
-/// kernel-level annotations asked for.
-Kernel one_gemm(int threads, bool persistent, bool cluster) {
+/// kernel-level annotations and blocks per SM asked for.
+Kernel one_gemm(int threads, bool persistent, bool cluster, int blocks_per_sm = 1) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
-  return kernel("one_gemm", {A, B, C}, grid(ceildiv(N, 128), ceildiv(M, 128)), tp::threads(threads),
-                [&](Var bx, Var by) {
-                  if (persistent) annotate("persistent", "1");
-                  if (cluster) annotate("cluster", "2");
-                  Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 128}, bf16);
-                  Tile acc = alloc_fragment({128, 128}, f32);
-                  clear(acc);
-                  pipelined(ceildiv(K, 64), 3, [&](Var k) {
-                    copy(A.tile(by * 128, k * 64), as);
-                    copy(B.tile(k * 64, bx * 128), bs);
-                    gemm(as, bs, acc);
-                  });
-                  copy(acc, C.tile(by * 128, bx * 128));
-                });
+  return kernel(
+      "one_gemm", {A, B, C}, grid(ceildiv(N, 128), ceildiv(M, 128)), tp::threads(threads),
+      [&](Var bx, Var by) {
+        if (persistent) annotate("persistent", "1");
+        if (cluster) annotate("cluster", "2");
+        Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 128}, bf16);
+        Tile acc = alloc_fragment({128, 128}, f32);
+        clear(acc);
+        pipelined(ceildiv(K, 64), 3, [&](Var k) {
+          copy(A.tile(by * 128, k * 64), as);
+          copy(B.tile(k * 64, bx * 128), bs);
+          gemm(as, bs, acc);
+        });
+        copy(acc, C.tile(by * 128, bx * 128));
+      },
+      KernelOptions{.blocks_per_sm = blocks_per_sm});
 }
 
 /// The device-library calls of the lowered body: how often each name appears, and the
@@ -109,13 +111,15 @@ TEST(LowerWarpSpecialized, PersistentClustersAreDealtTiles) {
 }
 
 // The register rule (split_registers): the producer keeps 40 when the consumers still reach
-// 240, else 24; the consumers take what the 65,536 registers leave, in multiples of 8.
+// 240, else 24; the consumers take what the block's share of the 65,536 registers (all of
+// them, or half for two blocks per SM) leaves, in multiples of 8.
 TEST(LowerWarpSpecialized, RegisterSplitFollowsTheRule) {
   struct Want {
-    int threads, producer, consumer;
+    int threads, producer, consumer, blocks = 1;
   };
-  for (Want w : {Want{128, 40, 240}, Want{256, 24, 240}, Want{384, 24, 160}}) {
-    Calls c = calls_of(one_gemm(w.threads, false, false));
+  for (Want w : {Want{128, 40, 240}, Want{256, 24, 240}, Want{384, 24, 160}, Want{128, 24, 232, 2},
+                 Want{256, 24, 112, 2}}) {
+    Calls c = calls_of(one_gemm(w.threads, false, false, w.blocks));
     EXPECT_EQ(c.n("tp::warpgroup::setmaxnreg_dec<" + std::to_string(w.producer) + ">"), 1)
         << w.threads;
     EXPECT_EQ(c.n("tp::warpgroup::setmaxnreg_inc<" + std::to_string(w.consumer) + ">"), 1)

@@ -1,5 +1,6 @@
 // PlanSharedMemory on tiny kernels: the cross-warp scratch of a register reduction gets its own
-// slot after the tiles; a kernel whose fragments all live in registers needs no shared memory.
+// slot after the tiles; a kernel whose fragments all live in registers needs no shared memory;
+// a kernel that asks for more blocks per SM is held to its share of the SM.
 #include <gtest/gtest.h>
 
 #include "ir/IRVisitor.h"
@@ -54,4 +55,41 @@ TEST(PlanSharedMemory, RegisterOnlyKernelNeedsNone) {
   EXPECT_EQ(s.total_bytes, 0);
 }
 
+/// Copies a [rows, 1024] bf16 tile through shared memory, `blocks` blocks per SM.
+Kernel staged_rows(int64_t rows, int blocks) {
+  Dim M("M");
+  Tensor X("X", {M, 1024}, bf16), Y("Y", {M, 1024}, bf16);
+  return kernel(
+      "staged", {X, Y}, grid(ceildiv(M, rows)), threads(128),
+      [&](Var by) {
+        Tile s = alloc_shared({rows, 1024}, bf16);
+        copy(X.tile(by * rows, 0), s);
+        copy(s, Y.tile(by * rows, 0));
+      },
+      KernelOptions{.blocks_per_sm = blocks});
+}
+
+std::string plan_error(const Kernel& k) {
+  try {
+    passes::LayoutInfo l;
+    plan(k, l);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 } // namespace
+
+// 112 KiB fits one block of an sm_90a SM (227 KiB) and two blocks' shares (113 KiB each: half
+// the SM's 228 KiB less the 1 KiB each block reserves), not three (75 KiB each).
+TEST(PlanSharedMemory, BlocksPerSmHoldEachBlockToItsShare) {
+  EXPECT_EQ(plan_error(staged_rows(56, 1)), "");
+  EXPECT_EQ(plan_error(staged_rows(56, 2)), "");
+  const std::string e = plan_error(staged_rows(56, 3));
+  EXPECT_NE(e.find("over the limit of 76800 bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("blocks_per_sm = 3"), std::string::npos) << e;
+  EXPECT_EQ(passes::Target::parse("sm_90a").smem_limit(0, 2), 115712);
+  EXPECT_EQ(passes::Target::parse("sm_80").smem_limit(0, 2), 82944);
+  EXPECT_EQ(passes::Target::parse("sm_90a").smem_limit(40960, 2), 40960);
+}

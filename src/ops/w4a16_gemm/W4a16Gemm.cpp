@@ -158,9 +158,10 @@ Kernel build(const Problem& p, const Config& c) {
     });
     copy(acc, C.tile(by * bm, bx * bn));
   };
+  const int blocks_per_sm = c.count("blocks_per_sm") ? static_cast<int>(c.at("blocks_per_sm")) : 1;
   return kernel("w4a16_gemm_g" + std::to_string(group), {A, W, S, C},
                 grid(ceildiv(N, bn), ceildiv(M, bm)), threads(static_cast<int>(c.at("threads"))),
-                body);
+                body, KernelOptions{.blocks_per_sm = blocks_per_sm});
 }
 
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {

@@ -71,6 +71,21 @@ Problem W4a16GemmOp::problem_from_inputs(const std::vector<std::vector<int64_t>>
                      {dtypes[0], dtypes[1], dtypes[2], dtypes[0]}, options);
 }
 
+namespace {
+
+/// Decode streams the words with few blocks per SM; a second resident block hides the
+/// unpacking's latency behind the other's loads where shared memory allows it.
+Knob blocks_per_sm(std::vector<int64_t> searched) {
+  return {"blocks_per_sm",
+          std::move(searched),
+          "blocks that share an SM (KernelOptions::blocks_per_sm; 1 to 4)",
+          1,
+          4,
+          1};
+}
+
+} // namespace
+
 std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
   // `values` is what the tuner searches on `arch`; min..max what a config may set. Decode
   // wants narrow column tiles (many blocks over N), prefill the large tensor-core tiles.
@@ -86,7 +101,8 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
         {"bn", {32, 64, 128, 256}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
         {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
         {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
-        {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+        {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
+        blocks_per_sm({1, 2, 4})};
   if (arch == "sm_80")
     return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
             {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
@@ -98,12 +114,14 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
              0,
              16},
             {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
-            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+            {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
+            blocks_per_sm({1})};
   return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
           {"bn", {32, 64}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
           {"bk", {32, 64}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
           {"stages", {2}, "pipeline depth", 1, 8},
-          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32}};
+          {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
+          blocks_per_sm({1})};
 }
 
 Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) const {
