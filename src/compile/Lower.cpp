@@ -246,7 +246,7 @@ LaunchResources plan_for_shapes(const Kernel& k, const passes::Target& t,
   auto [pl, tma_params] = planned(t);
   const passes::Target shaped = tma_for_shapes(t, tma_params, args);
   if (shaped.allow_tma != t.allow_tma) pl = planned(shaped).first;
-  return {pl.k.threads + pl.plan.producer_threads(), pl.smem.total_bytes, pl.k.blocks_per_sm};
+  return {pl.k.threads + pl.plan.producer_threads(), pl.smem.total_bytes};
 }
 
 } // namespace tp::cuda

@@ -27,7 +27,6 @@ LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
 struct LaunchResources {
   int block_threads = 0;  // consumers + producer warpgroup
   int64_t smem_bytes = 0; // dynamic shared memory
-  int blocks_per_sm = 1;  // what the kernel asks for (KernelOptions::blocks_per_sm)
 };
 LaunchResources plan_for_shapes(const Kernel& k, const passes::Target& t,
                                 const std::vector<ir::ArgDesc>& args);

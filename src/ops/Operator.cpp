@@ -221,14 +221,8 @@ Estimate Operator::estimate(const Problem& p, const Config& c, const std::string
     std::vector<ir::ArgDesc> descs;
     for (const ArgSpec& a : step_arg_specs(prog, s, call))
       descs.push_back({a.dtype, a.shape});
+    // A kernel that asks for more blocks per SM is held to its share by the plan itself.
     const cuda::LaunchResources r = cuda::plan_for_shapes(prog.steps[s].kernel, t, descs);
-    // The device's limit per block is the tuner's to compare; a kernel that asks for more
-    // blocks per SM is held to its share here, as the compile would hold it.
-    if (const int64_t share = t.smem_limit(0, r.blocks_per_sm);
-        r.blocks_per_sm > 1 && r.smem_bytes > share)
-      user_error() << "shared memory " << r.smem_bytes << " bytes is over the share of an SM for "
-                   << "blocks_per_sm = " << r.blocks_per_sm << " (" << share
-                   << " bytes); use smaller tiles, fewer stages or fewer blocks per SM";
     e.smem_bytes = std::max<int64_t>(e.smem_bytes, r.smem_bytes);
     e.block_threads = std::max<int64_t>(e.block_threads, r.block_threads);
   }

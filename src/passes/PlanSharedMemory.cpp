@@ -82,8 +82,12 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   // Persistent kernels add tile_empty and the tile-index slot (8 bytes each).
   out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 + (plan.persistent ? 2 : 0) : 0;
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
+  // What the kernel states (a limit, or its share of the SM for blocks_per_sm > 1) holds in
+  // every plan; the target's own per-block limit only where enforced (a tuner's estimate
+  // compares with the device's limit itself).
+  const bool stated = k.smem_limit > 0 || k.blocks_per_sm > 1;
   const int64_t limit = t.smem_limit(k.smem_limit, k.blocks_per_sm);
-  if (t.enforce_smem_limit && out.total_bytes > limit) {
+  if ((t.enforce_smem_limit || stated) && out.total_bytes > limit) {
     std::ostringstream os;
     ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
       if (const auto* a = ir::as<ir::Allocate>(s); a && out.slots.count(a->buffer->uid)) {
@@ -98,7 +102,8 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
                       << (k.blocks_per_sm > 1 ? " (its share of the SM for blocks_per_sm = " +
                                                     std::to_string(k.blocks_per_sm) + ")"
                                               : std::string())
-                      << ":" << os.str() << " use smaller tiles or fewer stages";
+                      << ":" << os.str() << " use smaller tiles, fewer stages"
+                      << (k.blocks_per_sm > 1 ? " or fewer blocks per SM" : "");
   }
   return out;
 }
