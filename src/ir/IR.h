@@ -153,7 +153,8 @@ struct Variable : ExprNode {
   static constexpr NodeKind node_kind = NodeKind::Variable;
   std::string name;
   uint64_t uid;
-  Variable(std::string n, uint64_t u, DType t) : ExprNode(node_kind, t), name(std::move(n)), uid(u) {}
+  Variable(std::string n, uint64_t u, DType t)
+      : ExprNode(node_kind, t), name(std::move(n)), uid(u) {}
   static Var make(const std::string& name, DType t = DType::i32);
 };
 
@@ -196,7 +197,8 @@ struct Call : ExprNode {
   static constexpr NodeKind node_kind = NodeKind::Call;
   CallOp op;
   std::vector<Expr> args;
-  Call(CallOp o, std::vector<Expr> a, DType t) : ExprNode(node_kind, t), op(o), args(std::move(a)) {}
+  Call(CallOp o, std::vector<Expr> a, DType t)
+      : ExprNode(node_kind, t), op(o), args(std::move(a)) {}
   static Expr make(CallOp op, std::vector<Expr> args);
 };
 
@@ -491,8 +493,8 @@ struct KernelNode {
   std::vector<Var> scalars;   // scalar parameters (f32/i32, passed by value), in launch order
   /// Tensors and scalars interleaved in launch order; empty means the tensors alone.
   std::vector<ParamRef> order;
-  std::vector<Var> dims;      // symbolic sizes, each bound by some parameter's shape
-  std::vector<Expr> grid;     // 1 to 3 extents (x, y, z)
+  std::vector<Var> dims;  // symbolic sizes, each bound by some parameter's shape
+  std::vector<Expr> grid; // 1 to 3 extents (x, y, z)
   std::vector<Var> block_vars;
   int threads = 128;
   int64_t smem_limit = 0; // bytes; 0 = the target's

@@ -23,20 +23,24 @@ std::string IRPrinter::unique(const std::string& base, uint64_t uid,
   return name;
 }
 
-std::string IRPrinter::var_name(const Variable* v) { return unique(v->name, v->uid, var_names_, "v"); }
+std::string IRPrinter::var_name(const Variable* v) {
+  return unique(v->name, v->uid, var_names_, "v");
+}
 std::string IRPrinter::buffer_name(const Buffer& b) {
   return unique(b->name, b->uid, buffer_names_, b->scope == Scope::global ? "p" : "t");
 }
 
 void IRPrinter::indent() {
-  for (int i = 0; i < indent_; ++i) os_ << "  ";
+  for (int i = 0; i < indent_; ++i)
+    os_ << "  ";
 }
 
 void IRPrinter::body(const Stmt& s) {
   os_ << " {\n";
   ++indent_;
   if (const auto* q = as<Seq>(s))
-    for (const Stmt& c : q->stmts) visit(c);
+    for (const Stmt& c : q->stmts)
+      visit(c);
   else
     visit(s);
   --indent_;
@@ -56,7 +60,8 @@ void IRPrinter::print_buffer_decl(const Buffer& b) {
 void IRPrinter::print(const KernelNode& k) {
   os_ << "kernel " << (canonical_ ? std::string("k") : k.name) << "(";
   // Dims first so that canonical names follow the parameter order.
-  for (const Var& d : k.dims) var_name(as<Variable>(d));
+  for (const Var& d : k.dims)
+    var_name(as<Variable>(d));
   std::vector<ParamRef> order = k.launch_order();
   for (size_t i = 0; i < order.size(); ++i) {
     if (i) os_ << ", ";
@@ -85,7 +90,8 @@ void IRPrinter::print(const KernelNode& k) {
   os_ << ") threads(" << k.threads << ")";
   if (k.smem_limit) os_ << " smem_limit(" << k.smem_limit << ")";
   if (k.blocks_per_sm != 1) os_ << " blocks_per_sm(" << k.blocks_per_sm << ")";
-  for (const auto& [key, v] : k.attrs) os_ << " @" << key << "(" << v << ")";
+  for (const auto& [key, v] : k.attrs)
+    os_ << " @" << key << "(" << v << ")";
   os_ << " blocks(";
   for (size_t i = 0; i < k.block_vars.size(); ++i) {
     if (i) os_ << ", ";
@@ -112,7 +118,9 @@ void IRPrinter::visit(const FloatImm* op) {
   if (op->dtype != DType::f32) os_ << dtype_name(op->dtype);
 }
 
-void IRPrinter::visit(const Variable* op) { os_ << var_name(op); }
+void IRPrinter::visit(const Variable* op) {
+  os_ << var_name(op);
+}
 
 void IRPrinter::visit(const Binary* op) {
   if (op->op == BinOp::min || op->op == BinOp::max) {
@@ -166,7 +174,8 @@ void IRPrinter::visit(const Load* op) {
 
 void IRPrinter::visit(const Intrinsic* op) {
   os_ << op->name << "(";
-  for (size_t i = 0; i < op->buffers.size(); ++i) os_ << (i ? ", " : "") << buffer_name(op->buffers[i]);
+  for (size_t i = 0; i < op->buffers.size(); ++i)
+    os_ << (i ? ", " : "") << buffer_name(op->buffers[i]);
   for (size_t i = 0; i < op->args.size(); ++i) {
     if (i || !op->buffers.empty()) os_ << ", ";
     visit(op->args[i]);
@@ -199,13 +208,13 @@ void IRPrinter::print_region(const Region& r) {
 }
 
 void IRPrinter::visit(const Seq* op) {
-  for (const Stmt& s : op->stmts) visit(s);
+  for (const Stmt& s : op->stmts)
+    visit(s);
 }
 
 void IRPrinter::visit(const For* op) {
   indent();
-  os_ << "for " << var_name(as<Variable>(op->var)) << " in " << for_kind_name(op->for_kind)
-      << "(";
+  os_ << "for " << var_name(as<Variable>(op->var)) << " in " << for_kind_name(op->for_kind) << "(";
   visit(op->min);
   os_ << ", ";
   visit(op->extent);
