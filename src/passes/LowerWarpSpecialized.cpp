@@ -2,6 +2,7 @@
 // staged buffers guarded by full/empty mbarriers) and a consumer branch (the kernel body, its
 // pipelined loop waiting for full stages and releasing them). Options: persistent blocks that
 // take tiles from a launch-wide counter, and ping-pong turns of the consumer warpgroups.
+#include <algorithm>
 #include <set>
 
 #include "ir/IRVisitor.h"
@@ -256,18 +257,25 @@ struct RegisterSplit {
   int producer = 0, consumer = 0;
 };
 
-/// The rule: a block's share of the SM's 65,536 registers (all of them, or 1 / blocks when the
-/// kernel asks for more blocks per SM) is shared by its T + 128 threads. The producer only
-/// computes TMA coordinates, so it gives registers back; the consumers take what it frees.
-/// `setmaxnreg` counts are multiples of 8 in [24, 256], and consumers stop at 240, which leaves
-/// ptxas headroom below the 255 a thread can address. The producer keeps 40 (its coordinate
-/// arithmetic then never spills) when that still lets the consumers reach 240, else drops to
-/// the minimum 24. So one block of T = 128 gets 40/240, T = 256 gets 24/240 and T = 384 gets
-/// 24/160; two blocks of T = 128 get 24/232.
+/// The rule: `setmaxnreg.inc` takes registers from a pool the block owns, and blocks until the
+/// pool has them (PTX ISA), so a split the pool cannot pay hangs the consumers. The pool is what
+/// the block was launched with: its T + 128 threads times the per-thread count that
+/// `__launch_bounds__(T + 128, blocks)` leaves ptxas, i.e. the block's share of the SM's 65,536
+/// registers (all, or 1 / blocks) rounded down to whole multiples of 8 a thread, at most 255.
+/// The producer only computes TMA coordinates, so it gives registers back; the consumers take
+/// what it frees. `setmaxnreg` counts are multiples of 8 in [24, 256], and consumers stop at
+/// 240, which leaves ptxas headroom below the 255 a thread can address. The producer keeps 40
+/// (its coordinate arithmetic then never spills) when that still lets the consumers reach 240,
+/// else drops to the minimum 24. So one block of T = 128 gets 40/240, T = 256 gets 24/240 and
+/// T = 384 gets 24/160; two blocks of T = 128 get 24/232, three 24/136 (launched at 80 a
+/// thread, not a third of the file: 85 is not a multiple of 8).
 RegisterSplit split_registers(int T, int blocks) {
-  const int file = 65536 / blocks, producer_threads = 128, cap = 240, floor_regs = 24, roomy = 40;
+  const int producer_threads = 128, cap = 240, floor_regs = 24, roomy = 40;
+  const int total = T + producer_threads;
+  const int launched = std::min(255, 65536 / (blocks * total)) / 8 * 8;
+  const int pool = total * launched;
   auto consumer_for = [&](int producer) {
-    return std::min(cap, (file - producer_threads * producer) / T / 8 * 8);
+    return std::min(cap, (pool - producer_threads * producer) / T / 8 * 8);
   };
   const int producer = consumer_for(roomy) >= cap ? roomy : floor_regs;
   return {producer, consumer_for(producer)};

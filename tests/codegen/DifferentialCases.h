@@ -575,6 +575,26 @@ inline DiffCase two_blocks_per_sm() {
   return c;
 }
 
+/// Three blocks per SM at 16-byte-aligned rows, so that sm_90a launches the warp-specialized
+/// variant (the odd extents above run the cp.async one): its consumers raise their registers
+/// with setmaxnreg from the block's launch pool, which must hold what they ask for. The rule
+/// once asked for 8 more a thread than three blocks are launched with, and the kernel hung.
+inline DiffCase three_blocks_per_sm_aligned() {
+  DiffCase c = gemm_case(
+      "ThreeBlocksPerSmAtAlignedRows", 100, 128, 192,
+      [](Tile& acc, Tensor& C, Var bx, Var by) { copy(acc, C.tile(by * 64, bx * 64)); },
+      [](std::vector<HostTensor>& a) {
+        int64_t M = a[2].shape()[0], N = a[2].shape()[1];
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            a[2].set(i * N + j, dot(a[0], a[1], i, j));
+      });
+  c.kernel = gemm_kernel(
+      c.name, [](Tile& acc, Tensor& C, Var bx, Var by) { copy(acc, C.tile(by * 64, bx * 64)); },
+      KernelOptions{.blocks_per_sm = 3});
+  return c;
+}
+
 /// Row reductions of a register fragment (per-thread partials, shuffles, cross-warp scratch):
 /// a sum into an f32 tensor and a max into a bf16 one, rows past the tensor's end not stored.
 /// `N` columns over `bm`-row blocks of `threads_` threads decides whether a row stays in one
@@ -1129,6 +1149,7 @@ inline std::vector<NamedCase> differential_cases() {
           {"ReduceSumAndMaxAlongRows", reduce_rows},
           {"GemmAtOddExtents", gemm_odd_extents},
           {"TwoBlocksPerSmChangeNoResult", two_blocks_per_sm},
+          {"ThreeBlocksPerSmAtAlignedRows", three_blocks_per_sm_aligned},
           {"RegisterRowReduceWithinAWarp", register_reduce_in_one_warp},
           {"RegisterRowReduceAcrossWarps", register_reduce_across_warps},
           {"RegisterFragmentWithRaggedRowBlock", register_ragged_rows_and_columns},

@@ -5,6 +5,8 @@
 // tensor-core gemm; the dequantize kernel of the framework chain compiles for both dtypes.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "codegen/cuda/LoweredKernel.h"
 #include "compile/Lower.h"
 #include "ops/w4a16_gemm/W4a16Gemm.h"
@@ -48,9 +50,12 @@ std::vector<Shipped> shipped() {
                    32,
                    {{"bm", 64}, {"bn", 64}, {"bk", 64}, {"stages", 2}, {"threads", 128}}});
   }
-  // Two decode blocks per SM: each keeps within half the register file (consumers 232 after
-  // setmaxnreg) and half the shared memory.
-  for (int64_t bn : {128, 64})
+  // Two, three and four decode blocks per SM: each keeps within its share of the register file
+  // (consumers 232, 136, 104 after setmaxnreg) and of the shared memory.
+  for (auto [bn, stages, blocks] : {std::tuple<int64_t, int64_t, int64_t>{128, 4, 2},
+                                    {64, 4, 2},
+                                    {64, 4, 3},
+                                    {64, 3, 4}})
     out.push_back({"sm_90a",
                    16,
                    28672,
@@ -59,10 +64,16 @@ std::vector<Shipped> shipped() {
                    {{"bm", 64},
                     {"bn", bn},
                     {"bk", 64},
-                    {"stages", 4},
+                    {"stages", stages},
                     {"threads", 128},
-                    {"blocks_per_sm", 2}}});
+                    {"blocks_per_sm", blocks}}});
   return out;
+}
+
+// The number in `tp::warpgroup::setmaxnreg_dec<24>` after its prefix; 0 when absent.
+int count_after(const std::string& source, const std::string& prefix) {
+  const size_t at = source.find(prefix);
+  return at == std::string::npos ? 0 : std::stoi(source.substr(at + prefix.size()));
 }
 
 std::string name_of(const testing::TestParamInfo<Shipped>& i) {
@@ -100,6 +111,16 @@ TEST_P(W4a16GemmShipped, CompilesThroughNvrtcWithoutSpilling) {
       << config_str(c);
   // The launch's registers fit `blocks` blocks in the SM's 64K.
   EXPECT_LE(u.registers * lk.block_threads * blocks, 65536) << config_str(c) << " " << u.raw;
+  // setmaxnreg moves registers within the block's launch pool, and an increase the pool cannot
+  // pay waits forever: the producer's and consumers' counts must fit what ptxas launched it with
+  // (blocks_per_sm = 3 hung on the H100 on 2026-12-06 before this held).
+  const int producer = count_after(lk.source, "setmaxnreg_dec<");
+  const int consumer = count_after(lk.source, "setmaxnreg_inc<");
+  if (producer > 0 || consumer > 0) {
+    EXPECT_LE(128 * producer + (lk.block_threads - 128) * consumer,
+              u.registers * lk.block_threads)
+        << config_str(c) << " " << u.raw;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Defaults, W4a16GemmShipped, testing::ValuesIn(shipped()), name_of);
