@@ -285,6 +285,25 @@ template <typename T>
 TP_DEVICE uint32_t mul2(uint32_t x, uint32_t y) {
   return Packed16<T>::fma2(x, y, 0x80008000u);
 }
+/// The low and high 16-bit values of a packed word, for registers that hold them one each (a
+/// fragment written a pair at a time: passes/PackFragmentWrites.h). A store converts its value
+/// with as<T>; these bits are already T's, so as<T> of them converts nothing.
+template <typename T>
+struct Bits16 {
+  uint16_t bits;
+};
+template <typename T>
+TP_DEVICE T as(Bits16<T> x) {
+  return T{x.bits};
+}
+template <typename T>
+TP_DEVICE Bits16<T> low_half(uint32_t w) {
+  return {static_cast<uint16_t>(w & 0xffffu)};
+}
+template <typename T>
+TP_DEVICE Bits16<T> high_half(uint32_t w) {
+  return {static_cast<uint16_t>(w >> 16)};
+}
 /// One 4-, 8- or 16-byte store of packed words at p (aligned to the run's size).
 template <typename T>
 TP_DEVICE void store_words(T* p, uint32_t a) {

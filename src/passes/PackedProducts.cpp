@@ -147,6 +147,14 @@ int64_t packed_integer_limit(DType dtype) {
 
 ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& values,
                          const std::map<uint64_t, Expr>& lets) {
+  std::vector<Expr> words = packed_words(dtype, values, lets);
+  if (words.empty()) return {};
+  words.insert(words.begin(), ptr);
+  return call("tp::cg::store_words", words);
+}
+
+std::vector<Expr> packed_words(DType dtype, const std::vector<Expr>& values,
+                               const std::map<uint64_t, Expr>& lets) {
   if ((dtype != DType::bf16 && dtype != DType::f16) || values.size() < 2 || values.size() % 2)
     return {};
   std::vector<Form> forms;
@@ -157,7 +165,7 @@ ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& 
     if (f.kind != Form::exact && !packs_exactly(dtype, *known_max(f.e, lets), f.c)) return {};
   }
   const std::string t = dtype == DType::bf16 ? "tp::bf16" : "tp::half";
-  std::vector<Expr> args = {ptr};
+  std::vector<Expr> args;
   for (size_t h = 0; h < values.size(); h += 2) {
     const Form &lo = forms[h], &hi = forms[h + 1];
     Expr ints, halves;
@@ -176,7 +184,7 @@ ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& 
                        ? call_expr("tp::cg::mul2<" + t + ">", {ints, halves}, DType::i32)
                        : (ints.defined() ? ints : halves));
   }
-  return call("tp::cg::store_words", args);
+  return args;
 }
 
 } // namespace tp::passes

@@ -31,6 +31,12 @@ namespace tp::passes {
 ir::Stmt packed_products(DType dtype, const Expr& ptr, const std::vector<Expr>& values,
                          const std::map<uint64_t, Expr>& lets);
 
+/// The packed words (i32, value 2h in the low half of word h) that packed_products stores, or
+/// none when the values are not of one packed form. For writers that keep the words in
+/// registers rather than store them (passes/PackFragmentWrites.h).
+std::vector<Expr> packed_words(DType dtype, const std::vector<Expr>& values,
+                               const std::map<uint64_t, Expr>& lets);
+
 /// The largest magnitude of an integer the packed form lets through for `dtype` (bf16 or f16):
 /// 2^p, p its significand bits, so that every integer on the way is exact in `dtype`.
 int64_t packed_integer_limit(DType dtype);

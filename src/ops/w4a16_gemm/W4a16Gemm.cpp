@@ -18,14 +18,14 @@ namespace {
 constexpr const char* kOp = "w4a16_gemm";
 
 /// Code i (0..7) of a packed word. `>>` copies the sign bit, which the mask drops.
-Expr code(const Expr& word, int i) {
-  return (word >> (4 * i)) & 15;
+Expr code(const Expr& word, const Expr& i) {
+  return (word >> (i * 4)) & 15;
 }
 
 /// The weight's integer part, code i - 8, as an f32 without an int-to-float conversion (those run
 /// at a quarter of the f32 rate and were one of the unpacking's two conversions per weight): the
 /// code in the low mantissa bits of 2^23 is the f32 2^23 + code, exactly.
-Expr centred(const Expr& word, int i) {
+Expr centred(const Expr& word, const Expr& i) {
   return bitcast(f32, code(word, i) | 0x4B000000) - 8388616.0f; // 2^23 + 8
 }
 
@@ -91,6 +91,23 @@ Config default_config(const Problem& p, const std::string& arch) {
   // GPU.
   const bool decode = M <= 64;
   if (arch == "sm_90a") {
+    // M <= 16: the swapped form (weights unpacked into registers as wgmma's A operand, the 16
+    // rows of A as its N). Against the plain defaults below in one run (H100, 2026-12-06): M = 16
+    // x N = 14336 0.0477 -> 0.0296 ms, M = 16 x 28672 0.0564 -> 0.0541, M = 1 x 28672 0.0556 ->
+    // 0.0538 (64 columns, bk 128, 4 stages, two blocks an SM); M = 1 x 4096 x 4096 0.0215 ->
+    // 0.0191 and M = 1 x 4096 x 14336 0.0641 -> 0.0536 (bk 256, one block an SM: 64 column tiles
+    // leave half the SMs idle, and a longer step keeps more bytes in flight per block). The
+    // switch at 132 x 64 columns (every SM has a tile) is a rule, not a measured point.
+    if (M <= 16) {
+      const bool many_tiles = N >= 132 * 64;
+      return with_bk({{"bm", 16},
+                      {"bn", 64},
+                      {"bk", many_tiles ? 128 : 256},
+                      {"stages", 4},
+                      {"threads", 128},
+                      {"swap_ab", 1},
+                      {"blocks_per_sm", many_tiles ? 2 : 1}});
+    }
     if (decode)
       return with_bk({{"bm", 64},
                       {"bn", N >= 24576 ? 256 : 64},
@@ -158,10 +175,40 @@ Kernel build(const Problem& p, const Config& c) {
     });
     copy(acc, C.tile(by * bm, bx * bn));
   };
+  // Swapped (decode): C^T = W^T A^T. The weights are the tensor cores' A operand, unpacked
+  // straight into registers in its layout (each thread its own elements: no shared B tile to
+  // write and read back), and the few rows of A are the B operand, read from shared memory as
+  // stored ([bm, bk], K-major: the `trans_b` form). bm is then wgmma's N (16 for M <= 16), so no
+  // tensor-core rows are spent on padding, where the plain form computes 64 rows for M = 16.
+  auto swapped = [&](Var bx, Var by) {
+    Tile As = alloc_shared({bm, bk}, dt);
+    Tile Ws = alloc_shared({bk / 8, bn}, i32);
+    Tile sc = alloc_shared({one_row ? 1 : bk / group, bn}, dt);
+    Tile Wt = alloc_fragment({bn, bk}, dt);
+    Tile acc = alloc_fragment({bn, bm}, f32);
+    clear(acc);
+    pipelined(ceildiv(K, bk), static_cast<int>(c.at("stages")), [&](Var k) {
+      copy(A.tile(by * bm, k * bk), As);
+      copy(W.tile(k * (bk / 8), bx * bn), Ws);
+      copy(S.tile(one_row ? k * bk / group : k * (bk / group), bx * bn), sc);
+      parallel({bn, bk}, [&](Var j, Var kk) {
+        // Zeros past N or K, as in the plain form.
+        Var s = let("s", cast(f32, sc(one_row ? Expr(0) : kk / group, j)));
+        Wt(j, kk) = centred(Ws(kk / 8, j), kk % 8) * s;
+      });
+      gemm(Wt, As, acc, {.trans_b = true});
+    });
+    parallel({bn, bm}, [&](Var j, Var m) {
+      if_then(by * bm + m < Expr(M) && bx * bn + j < Expr(N),
+              [&] { C(by * bm + m, bx * bn + j) = acc(j, m); });
+    });
+  };
+  const bool swap = c.count("swap_ab") && c.at("swap_ab") == 1;
   const int blocks_per_sm = c.count("blocks_per_sm") ? static_cast<int>(c.at("blocks_per_sm")) : 1;
-  return kernel("w4a16_gemm_g" + std::to_string(group), {A, W, S, C},
+  return kernel("w4a16_gemm_g" + std::to_string(group) + (swap ? "_swapped" : ""), {A, W, S, C},
                 grid(ceildiv(N, bn), ceildiv(M, bm)), threads(static_cast<int>(c.at("threads"))),
-                body, KernelOptions{.blocks_per_sm = blocks_per_sm});
+                [&](Var bx, Var by) { swap ? swapped(bx, by) : body(bx, by); },
+                KernelOptions{.blocks_per_sm = blocks_per_sm});
 }
 
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {

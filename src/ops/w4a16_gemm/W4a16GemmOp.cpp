@@ -84,6 +84,20 @@ Knob blocks_per_sm(std::vector<int64_t> searched) {
           1};
 }
 
+/// The swapped form (C^T = W^T A^T, weights unpacked into registers as the tensor cores' A
+/// operand) exists where wgmma takes A from registers: sm_90a, and the interpreter, which runs
+/// every config some GPU arch takes. Absent means 0, so configs pinned before it name the same
+/// kernel.
+Knob swap_ab(std::vector<int64_t> searched, int64_t max) {
+  return {"swap_ab",
+          std::move(searched),
+          "1: C^T = W^T A^T, weights unpacked into registers as the tensor-core A operand, bm "
+          "rows of A as its N (decode; sm_90a)",
+          0,
+          max,
+          0};
+}
+
 } // namespace
 
 std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
@@ -92,7 +106,7 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
   if (arch == "sm_90a")
     return {
         {"bm",
-         {64, 128, 256},
+         {16, 64, 128, 256},
          "block tile rows (a multiple of 16; wgmma takes 64 per warpgroup)",
          16,
          256,
@@ -102,7 +116,8 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
         {"bk", {64, 128}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
         {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
         {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
-        blocks_per_sm({1, 2, 4})};
+        blocks_per_sm({1, 2, 4}),
+        swap_ab({0, 1}, 1)};
   if (arch == "sm_80")
     return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
             {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
@@ -115,13 +130,15 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
              16},
             {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
             {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
-            blocks_per_sm({1})};
+            blocks_per_sm({1}),
+            swap_ab({0}, 0)};
   return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
           {"bn", {32, 64}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
           {"bk", {32, 64}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
           {"stages", {2}, "pipeline depth", 1, 8},
           {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
-          blocks_per_sm({1})};
+          blocks_per_sm({1}),
+          swap_ab({0}, 1)};
 }
 
 Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) const {
