@@ -173,7 +173,8 @@ public:
       if (Expr ok = l.valid(cx_.tid, r); ok.defined()) body = if_then(ok, body);
       if (ir::Stmt paired = pair_element_writes(cxm_, fa.anchor, r, body, p->loc); paired.defined())
         return paired;
-      if (ir::Stmt packed = pack_fragment_writes(cxm_, fa.anchor, r, body, p->loc); packed.defined())
+      if (ir::Stmt packed = pack_fragment_writes(cxm_, fa.anchor, r, body, p->loc);
+          packed.defined())
         return packed;
       return unrolled_for(r, l.regs_per_thread(), body);
     }

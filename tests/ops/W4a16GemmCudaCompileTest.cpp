@@ -52,10 +52,8 @@ std::vector<Shipped> shipped() {
   }
   // Two, three and four decode blocks per SM: each keeps within its share of the register file
   // (consumers 232, 136, 104 after setmaxnreg) and of the shared memory.
-  for (auto [bn, stages, blocks] : {std::tuple<int64_t, int64_t, int64_t>{128, 4, 2},
-                                    {64, 4, 2},
-                                    {64, 4, 3},
-                                    {64, 3, 4}})
+  for (auto [bn, stages, blocks] :
+       {std::tuple<int64_t, int64_t, int64_t>{128, 4, 2}, {64, 4, 2}, {64, 4, 3}, {64, 3, 4}})
     out.push_back({"sm_90a",
                    16,
                    28672,
@@ -117,8 +115,7 @@ TEST_P(W4a16GemmShipped, CompilesThroughNvrtcWithoutSpilling) {
   const int producer = count_after(lk.source, "setmaxnreg_dec<");
   const int consumer = count_after(lk.source, "setmaxnreg_inc<");
   if (producer > 0 || consumer > 0) {
-    EXPECT_LE(128 * producer + (lk.block_threads - 128) * consumer,
-              u.registers * lk.block_threads)
+    EXPECT_LE(128 * producer + (lk.block_threads - 128) * consumer, u.registers * lk.block_threads)
         << config_str(c) << " " << u.raw;
   }
 }

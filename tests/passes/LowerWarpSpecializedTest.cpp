@@ -123,8 +123,7 @@ TEST(LowerWarpSpecialized, RegisterSplitFollowsTheRule) {
     int threads, producer, consumer, blocks = 1;
   };
   for (Want w : {Want{128, 40, 240}, Want{256, 24, 240}, Want{384, 24, 160}, Want{128, 24, 232, 2},
-                 Want{256, 24, 104, 2}, Want{128, 24, 136, 3},
-                 Want{128, 24, 104, 4}}) {
+                 Want{256, 24, 104, 2}, Want{128, 24, 136, 3}, Want{128, 24, 104, 4}}) {
     Calls c = calls_of(one_gemm(w.threads, false, false, w.blocks));
     EXPECT_EQ(c.n("tp::warpgroup::setmaxnreg_dec<" + std::to_string(w.producer) + ">"), 1)
         << w.threads;

@@ -205,10 +205,11 @@ Kernel build(const Problem& p, const Config& c) {
   };
   const bool swap = c.count("swap_ab") && c.at("swap_ab") == 1;
   const int blocks_per_sm = c.count("blocks_per_sm") ? static_cast<int>(c.at("blocks_per_sm")) : 1;
-  return kernel("w4a16_gemm_g" + std::to_string(group) + (swap ? "_swapped" : ""), {A, W, S, C},
-                grid(ceildiv(N, bn), ceildiv(M, bm)), threads(static_cast<int>(c.at("threads"))),
-                [&](Var bx, Var by) { swap ? swapped(bx, by) : body(bx, by); },
-                KernelOptions{.blocks_per_sm = blocks_per_sm});
+  return kernel(
+      "w4a16_gemm_g" + std::to_string(group) + (swap ? "_swapped" : ""), {A, W, S, C},
+      grid(ceildiv(N, bn), ceildiv(M, bm)), threads(static_cast<int>(c.at("threads"))),
+      [&](Var bx, Var by) { swap ? swapped(bx, by) : body(bx, by); },
+      KernelOptions{.blocks_per_sm = blocks_per_sm});
 }
 
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {
