@@ -11,6 +11,7 @@
 #include "compile/CudaKernel.h"
 #include "ops/Check.h"
 #include "ops/CudaCheck.h"
+#include "ops/CudaProgram.h"
 #include "ops/reference/GpuReference.h"
 #include "runtime/Driver.h"
 
@@ -84,8 +85,9 @@ TEST_P(GpuW4a16Gemm, KernelAndFrameworkMatchTheGpuReferenceEverywhere) {
   const CUdeviceptr c = d.tensors[3].ptr;
 
   const std::string arch = device_arch();
-  cuda::CudaKernel ck(op().build(p, op().default_config(p, arch)), arch);
-  ck.launch(d.tensors);
+  // The default's program: one kernel, or the split kernel and its combine.
+  CudaProgram prog(checked_program(op(), p, op().default_config(p, arch)), arch);
+  prog.launch(d.tensors);
   TILEPILOT_CU(rt::driver().cuCtxSynchronize());
   EXPECT_EQ(mismatches(download_as_f32(c, M * N, p.dtype), want, atol, rtol), "") << "kernel";
 

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "ops/Check.h"
+#include "ops/HostProgram.h"
 #include "ops/w4a16_gemm/W4a16Gemm.h"
 #include "tilepilot/dispatch.h"
 #include "tilepilot/tilepilot.h"
@@ -29,7 +30,9 @@ Problem problem(int64_t M, int64_t N, int64_t K, int64_t group, DType dt = DType
 }
 
 void run(const Problem& p, const Config& c, std::vector<HostTensor>& a) {
-  interpret(w4a16::build(p, c), {&a[0], &a[1], &a[2], &a[3]});
+  // The config's program: one kernel, or (splits > 1) the split kernel and gemm's combine.
+  interpret_program(checked_program(find_operator("w4a16_gemm"), p, c),
+                    {&a[0], &a[1], &a[2], &a[3]});
 }
 
 /// The largest |got - want| - (atol + rtol |want|) (> 0: a failure); NaN anywhere fails.
@@ -85,6 +88,18 @@ std::vector<Case> cases() {
   out.push_back({77, 45, 160, 32, DType::bf16, "", c64});
   out.push_back({3, 100, 96, 8, DType::bf16, "", c64});
   out.push_back({1, 50, 96, 8, DType::f16, "", c64});
+  // The swapped decode form (weights as the A operand in registers), whole and split over K:
+  // splits of 2 and 3 over 5 and 3 K steps (a ragged last split, an empty one), groups of 32
+  // and 8, f16 too.
+  Config sw = {{"bm", 16}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128},
+               {"swap_ab", 1}};
+  out.push_back({3, 100, 160, 32, DType::bf16, "", sw});
+  for (int64_t s : {2, 3}) {
+    Config split = sw;
+    split["splits"] = s;
+    out.push_back({3, 100, 160, 32, DType::bf16, "", split});
+    out.push_back({7, 77, 96, 8, DType::f16, "", split});
+  }
   return out;
 }
 
@@ -224,6 +239,10 @@ TEST(W4a16Gemm, BadInputIsRejectedWithItsName) {
   expect_error([&] { check_config(op, p, c, "cpu"); }, "config bm=512 is out of range");
   c.erase("bm");
   expect_error([&] { check_config(op, p, c, "cpu"); }, "is missing bm");
+  c["bm"] = 16;
+  c["splits"] = 2;
+  expect_error([&] { check_config(op, p, c, "cpu"); }, "splits=2 needs swap_ab=1");
+  c.erase("splits");
   // Tensors: W must be i32 [K/8, N], scales [K/group, N] in A's dtype.
   using S = std::vector<std::vector<int64_t>>;
   const std::vector<DType> dts = {DType::bf16, DType::i32, DType::bf16, DType::bf16};

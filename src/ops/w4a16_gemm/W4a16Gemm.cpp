@@ -136,15 +136,32 @@ void validate(const Problem& p, const Config& c) {
     user_error() << kOp << ": bk=" << bk << " and group=" << group
                  << " do not nest: a K step must lie in one scale group or cover whole groups; "
                  << "use bk=" << fitting_bk(group, bk);
+  if (splits_of(c) > 1 && !(c.count("swap_ab") && c.at("swap_ab") == 1))
+    user_error() << kOp << ": splits=" << c.at("splits")
+                 << " needs swap_ab=1 (the decode form splits K); use splits=1 or swap_ab=1";
+}
+
+int64_t splits_of(const Config& c) {
+  return c.count("splits") ? c.at("splits") : 1;
 }
 
 Kernel build(const Problem& p, const Config& c) {
+  return build_kernel(p, c, false);
+}
+
+Kernel build_split(const Problem& p, const Config& c) {
+  return build_kernel(p, c, true);
+}
+
+Kernel build_kernel(const Problem& p, const Config& c, bool split) {
   validate(p, c);
   const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk"), group = p.at("group");
   const DType dt = p.dtype;
   Dim M("M"), N("N"), K("K"), KW("KW"), KG("KG");
   Tensor A("A", {M, K}, dt), W("W", {KW, N}, i32), S("scales", {KG, N}, dt);
   Tensor C("C", {M, N}, dt);
+  const int64_t splits = splits_of(c);
+  Tensor P("P", {splits, M, N}, f32); // the split form's partials
   // The words and the scales a step needs are copied into shared tiles, so the pipeline
   // fetches them stages ahead like A; the parallel loop then reads shared memory, not global.
   // A step inside one group needs one scale row; a step over several groups needs bk / group
@@ -180,14 +197,19 @@ Kernel build(const Problem& p, const Config& c) {
   // write and read back), and the few rows of A are the B operand, read from shared memory as
   // stored ([bm, bk], K-major: the `trans_b` form). bm is then wgmma's N (16 for M <= 16), so no
   // tensor-core rows are spent on padding, where the plain form computes 64 rows for M = 16.
-  auto swapped = [&](Var bx, Var by) {
+  // Split (splits > 1, the program's first step): block z takes K steps [z per, (z + 1) per)
+  // and stores its f32 partial into P[z] (an empty split stores zeros); the combine sums them.
+  auto swapped = [&](Var bx, Var by, Expr z) {
+    Expr nk = ceildiv(K, bk), per = split ? ceildiv(nk, splits) : nk;
+    Expr k0 = split ? z * per : Expr(0), count = split ? max(min(per, nk - k0), 0) : nk;
     Tile As = alloc_shared({bm, bk}, dt);
     Tile Ws = alloc_shared({bk / 8, bn}, i32);
     Tile sc = alloc_shared({one_row ? 1 : bk / group, bn}, dt);
     Tile Wt = alloc_fragment({bn, bk}, dt);
     Tile acc = alloc_fragment({bn, bm}, f32);
     clear(acc);
-    pipelined(ceildiv(K, bk), static_cast<int>(c.at("stages")), [&](Var k) {
+    pipelined(count, static_cast<int>(c.at("stages")), [&](Var ks) {
+      Expr k = k0 + ks;
       copy(A.tile(by * bm, k * bk), As);
       copy(W.tile(k * (bk / 8), bx * bn), Ws);
       copy(S.tile(one_row ? k * bk / group : k * (bk / group), bx * bn), sc);
@@ -199,17 +221,26 @@ Kernel build(const Problem& p, const Config& c) {
       gemm(Wt, As, acc, {.trans_b = true});
     });
     parallel({bn, bm}, [&](Var j, Var m) {
-      if_then(by * bm + m < Expr(M) && bx * bn + j < Expr(N),
-              [&] { C(by * bm + m, bx * bn + j) = acc(j, m); });
+      if_then(by * bm + m < Expr(M) && bx * bn + j < Expr(N), [&] {
+        if (split)
+          P(z, by * bm + m, bx * bn + j) = acc(j, m);
+        else
+          C(by * bm + m, bx * bn + j) = acc(j, m);
+      });
     });
   };
   const bool swap = c.count("swap_ab") && c.at("swap_ab") == 1;
   const int blocks_per_sm = c.count("blocks_per_sm") ? static_cast<int>(c.at("blocks_per_sm")) : 1;
+  const std::string name = "w4a16_gemm_g" + std::to_string(group) + (swap ? "_swapped" : "");
+  const KernelOptions opts{.blocks_per_sm = blocks_per_sm};
+  const int T = static_cast<int>(c.at("threads"));
+  if (split)
+    return kernel(name + "_split_s" + std::to_string(splits), {A, W, S, P},
+                  grid(ceildiv(N, bn), ceildiv(M, bm), splits), threads(T),
+                  [&](Var bx, Var by, Var z) { swapped(bx, by, z); }, opts);
   return kernel(
-      "w4a16_gemm_g" + std::to_string(group) + (swap ? "_swapped" : ""), {A, W, S, C},
-      grid(ceildiv(N, bn), ceildiv(M, bm)), threads(static_cast<int>(c.at("threads"))),
-      [&](Var bx, Var by) { swap ? swapped(bx, by) : body(bx, by); },
-      KernelOptions{.blocks_per_sm = blocks_per_sm});
+      name, {A, W, S, C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(T),
+      [&](Var bx, Var by) { swap ? swapped(bx, by, Expr(0)) : body(bx, by); }, opts);
 }
 
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {

@@ -28,8 +28,16 @@ int64_t fitting_bk(int64_t group, int64_t preferred);
 /// User error for rules between knobs and the problem (bk and group, tile multiples of 16).
 void validate(const Problem& p, const Config& c);
 /// Parameters A [M, K], W i32 [K / 8, N], scales [K / group, N], C [M, N]; M, N, K bound at
-/// launch, group a compile-time constant.
+/// launch, group a compile-time constant. The one kernel of an unsplit config.
 Kernel build(const Problem& p, const Config& c);
+/// The config's `splits` (1 when absent). Above 1 (swap_ab=1 only), a call is a program: the
+/// split kernel, then gemm's combine (ops/gemm/GemmSplitK.h) sums the partials into C.
+int64_t splits_of(const Config& c);
+/// The split form: parameters A, W, scales, P f32 [splits, M, N]; block z of grid z takes K
+/// steps [z per, (z + 1) per), per = ceil(ceil(K / bk) / splits), and stores its partial in P[z].
+Kernel build_split(const Problem& p, const Config& c);
+/// build (split false) or build_split (split true).
+Kernel build_kernel(const Problem& p, const Config& c, bool split);
 /// A uniform in [-1, 1), W uniform random words (every code equally likely), scales in
 /// [0.01, 0.1), C poisoned. No dense copy of the weights is made.
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ops/ParseHelpers.h"
+#include "ops/gemm/GemmSplitK.h"
 #include "ops/reference/GpuReference.h"
 #include "ops/w4a16_gemm/W4a16Gemm.h"
 #include "ops/w4a16_gemm/W4a16GemmFramework.h"
@@ -98,6 +99,18 @@ Knob swap_ab(std::vector<int64_t> searched, int64_t max) {
           0};
 }
 
+/// K splits of the swapped form: more blocks where the column tiles alone leave SMs idle (N =
+/// 4096 gives 64 tiles of 64 columns for 132 SMs). Absent means 1.
+Knob splits(std::vector<int64_t> searched) {
+  return {"splits",
+          std::move(searched),
+          "K splits per column tile (swap_ab=1; more: f32 partials summed by gemm's combine "
+          "kernel)",
+          1,
+          splitk::kMaxSplits,
+          1};
+}
+
 } // namespace
 
 std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
@@ -117,7 +130,8 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
         {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
         {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
         blocks_per_sm({1, 2, 4}),
-        swap_ab({0, 1}, 1)};
+        swap_ab({0, 1}, 1),
+        splits({1, 2, 4})};
   if (arch == "sm_80")
     return {{"bm", {16, 64, 128}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
             {"bn", {32, 64, 128}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
@@ -131,14 +145,16 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
             {"stages", {2, 3, 4}, "pipeline depth", 1, 8},
             {"threads", {128, 256}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
             blocks_per_sm({1}),
-            swap_ab({0}, 0)};
+            swap_ab({0}, 0),
+            splits({1})};
   return {{"bm", {16, 64}, "block tile rows (a multiple of 16)", 16, 256, 0, 16},
           {"bn", {32, 64}, "block tile columns (a multiple of 16)", 16, 256, 0, 16},
           {"bk", {32, 64}, "reduction step (a multiple of 16 nesting with group)", 16, 256, 0, 16},
           {"stages", {2}, "pipeline depth", 1, 8},
           {"threads", {128}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
           blocks_per_sm({1}),
-          swap_ab({0}, 1)};
+          swap_ab({0}, 1),
+          splits({1})};
 }
 
 Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) const {
@@ -151,7 +167,20 @@ void W4a16GemmOp::validate(const Problem& p, const Config& c) const {
 
 Kernel W4a16GemmOp::build(const Problem& p, const Config& c) const {
   validate(p, c);
+  // With splits, the program's last step (the one that writes C), as Operator::build says.
+  if (w4a16::splits_of(c) > 1) return splitk::build_combine(p.dtype, c);
   return w4a16::build(p, c);
+}
+
+KernelProgram W4a16GemmOp::program(const Problem& p, const Config& c) const {
+  validate(p, c);
+  if (w4a16::splits_of(c) <= 1) return Operator::program(p, c);
+  // Call arguments A 0, W 1, scales 2, C 3; the partials are intermediate 0, bound as 4.
+  KernelProgram prog;
+  prog.intermediates = {{DType::f32, {w4a16::splits_of(c), p.at("M"), p.at("N")}}};
+  prog.steps.push_back({w4a16::build_split(p, c), {0, 1, 2, 4}});
+  prog.steps.push_back({splitk::build_combine(p.dtype, c), {4, 3}});
+  return prog;
 }
 
 std::vector<ArgSpec> W4a16GemmOp::arg_specs(const Problem& p) const {

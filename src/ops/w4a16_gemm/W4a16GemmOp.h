@@ -26,6 +26,7 @@ public:
   Config default_config(const Problem& p, const std::string& arch) const override;
   void validate(const Problem& p, const Config& c) const override;
   Kernel build(const Problem& p, const Config& c) const override;
+  KernelProgram program(const Problem& p, const Config& c) const override;
   std::vector<ArgSpec> arg_specs(const Problem& p) const override;
   std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) const override;
   std::vector<int> outputs(const Problem&) const override { return {3}; }
