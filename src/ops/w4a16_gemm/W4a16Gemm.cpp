@@ -92,21 +92,33 @@ Config default_config(const Problem& p, const std::string& arch) {
   const bool decode = M <= 64;
   if (arch == "sm_90a") {
     // M <= 16: the swapped form (weights unpacked into registers as wgmma's A operand, the 16
-    // rows of A as its N). Against the plain defaults below in one run (H100, 2026-12-06): M = 16
-    // x N = 14336 0.0477 -> 0.0296 ms, M = 16 x 28672 0.0564 -> 0.0541, M = 1 x 28672 0.0556 ->
-    // 0.0538 (64 columns, bk 128, 4 stages, two blocks an SM); M = 1 x 4096 x 4096 0.0215 ->
-    // 0.0191 and M = 1 x 4096 x 14336 0.0641 -> 0.0536 (bk 256, one block an SM: 64 column tiles
-    // leave half the SMs idle, and a longer step keeps more bytes in flight per block). The
-    // switch at 132 x 64 columns (every SM has a tile) is a rule, not a measured point.
+    // rows of A as its N), with as many blocks as fill the SMs. Measured against the plain
+    // decode tiles and each other in single H100 calls (2026-12-06, m2-m5; docs/perf-log.md):
+    // - N >= 24576: 256 columns over two warpgroups, bk 64 (M = 16 x 28672: 0.0480 ms against
+    //   0.0544 for 64 columns with two blocks an SM and 0.0564 for the plain form);
+    // - 132 x 64 <= N: 64 columns, bk 128, two blocks an SM (M = 16 x 14336: 0.0298 against
+    //   0.0477 plain; 256 columns 0.0472);
+    // - fewer tiles: K split so that about two blocks an SM run (N = 4096 is 64 tiles: four
+    //   splits, bk 128, two blocks an SM: M = 1 x 4096 x 14336 0.0297 against 0.0535 unsplit,
+    //   M = 1 x 4096 x 4096 0.0156 against 0.0192); where that gives fewer than three splits
+    //   (N = 6144: 96 tiles) one block of bk 256 an SM without a split (0.0196; split in two
+    //   0.0202). Each split keeps at least 4 K steps. The switch points are rules, measured at
+    //   N = 4096, 6144, 14336 and 28672 only.
     if (M <= 16) {
-      const bool many_tiles = N >= 132 * 64;
-      return with_bk({{"bm", 16},
-                      {"bn", 64},
-                      {"bk", many_tiles ? 128 : 256},
-                      {"stages", 4},
-                      {"threads", 128},
-                      {"swap_ab", 1},
-                      {"blocks_per_sm", many_tiles ? 2 : 1}});
+      const int64_t tiles = (N + 63) / 64, steps = (p.at("K") + 127) / 128;
+      const int64_t splits = std::min<int64_t>({4, 2 * 132 / tiles, steps / 4});
+      if (N >= 24576)
+        return with_bk({{"bm", 16},
+                        {"bn", 256},
+                        {"bk", 64},
+                        {"stages", 4},
+                        {"threads", 256},
+                        {"swap_ab", 1}});
+      Config c = {{"bm", 16}, {"bn", 64}, {"bk", 128}, {"stages", 4}, {"threads", 128},
+                  {"swap_ab", 1}, {"blocks_per_sm", 2}};
+      if (tiles < 132 && splits >= 3) c["splits"] = splits;
+      if (tiles < 132 && splits < 3) c["bk"] = 256, c["blocks_per_sm"] = 1;
+      return with_bk(c);
     }
     if (decode)
       return with_bk({{"bm", 64},
@@ -114,11 +126,19 @@ Config default_config(const Problem& p, const std::string& arch) {
                       {"bk", N >= 24576 ? 64 : 128},
                       {"stages", 4},
                       {"threads", 128}});
-    // Prefill: the unpacking's work per step grows with bk * bn and the tensor cores' with
-    // bm * bn * bk, so taller tiles spend less of each step unpacking. 256 x 128 with 4 stages
-    // against 128 x 256 with 3 (H100, 2026-12-06, same call, packed products): 0.2471 against
-    // 0.2701 ms at 4096^3, 0.4201 against 0.4700 ms at 2048 x 14336 x 4096; 5 stages 0.2580.
-    return with_bk({{"bm", 256}, {"bn", 128}, {"bk", 64}, {"stages", 4}, {"threads", 256}});
+    // Prefill: the swapped form too. With the weights unpacked straight into registers no
+    // unpacked tile goes through shared memory, and A's tile is wgmma's B (256 rows of M its
+    // N). Against the plain 256 x 128 x 64 with 4 stages in one H100 call (m5): 4096^3 0.2440 ->
+    // 0.1978 ms (695 TFLOP/s, 1.007x the bf16 GEMM's 690 in that call), 2048 x 4096 x 4096
+    // 0.1282 -> 0.1035, 2048 x 28672 x 4096 0.8265 -> 0.7086, 2048 x 4096 x 14336 0.3846 ->
+    // 0.3218, 1024 x 14336 x 4096 0.2426 -> 0.2030; 4 stages ran 1-3 % slower than 3, bk 128
+    // with 2 stages 8-14 % slower, 128 x 128 tiles 15-20 % slower.
+    return with_bk({{"bm", 256},
+                    {"bn", 128},
+                    {"bk", 64},
+                    {"stages", 3},
+                    {"threads", 256},
+                    {"swap_ab", 1}});
   }
   if (decode)
     return with_bk({{"bm", M <= 16 ? 16 : 64},
