@@ -35,21 +35,6 @@ std::string match(const ir::Stmt& s, const ir::Buffer& regs, std::map<uint64_t, 
   return "";
 }
 
-bool reads(const Expr& e, uint64_t buffer) {
-  struct Reads : ir::IRVisitor {
-    uint64_t uid = 0;
-    bool found = false;
-    using ir::IRVisitor::visit;
-    void visit(const ir::Load* l) override {
-      found = found || l->buffer->uid == uid;
-      ir::IRVisitor::visit(l);
-    }
-  } v;
-  v.uid = buffer;
-  v.visit(e);
-  return v.found;
-}
-
 } // namespace
 
 ir::Stmt pack_fragment_writes(LowerContext& cx, const ir::Buffer& anchor, const Var& r,
@@ -82,7 +67,7 @@ ir::Stmt pack_fragment_writes(LowerContext& cx, const ir::Buffer& anchor, const 
       why = "the write's register is not named by the loop's register variable alone";
     else if (value.dtype() != DType::f32)
       why = std::string("the value is ") + dtype_name(value.dtype()) + ", not f32";
-    else if (reads(value, regs->uid))
+    else if (buffer_accesses(ir::Evaluate::make(value)).reads.count(regs->uid))
       why = "the value reads the fragment it writes";
   }
   Var q("q");

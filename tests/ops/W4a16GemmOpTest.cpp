@@ -89,12 +89,11 @@ std::vector<Case> cases() {
   out.push_back({3, 100, 96, 8, DType::bf16, "", c64});
   out.push_back({1, 50, 96, 8, DType::f16, "", c64});
   // The swapped decode form (weights as the A operand in registers), whole and split over K:
-  // splits of 2 and 3 over 5 and 3 K steps (a ragged last split, an empty one), groups of 32
-  // and 8, f16 too.
-  Config sw = {{"bm", 16}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128},
-               {"swap_ab", 1}};
+  // splits of 2, 3 and 4 over 5 and 3 K steps (ragged last splits; at 4, the last split has no
+  // step and stores zeros), groups of 32 and 8, f16 too.
+  Config sw = {{"bm", 16}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}, {"swap_ab", 1}};
   out.push_back({3, 100, 160, 32, DType::bf16, "", sw});
-  for (int64_t s : {2, 3}) {
+  for (int64_t s : {2, 3, 4}) {
     Config split = sw;
     split["splits"] = s;
     out.push_back({3, 100, 160, 32, DType::bf16, "", split});

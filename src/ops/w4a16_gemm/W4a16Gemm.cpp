@@ -16,6 +16,8 @@ namespace tp::ops::w4a16 {
 namespace {
 
 constexpr const char* kOp = "w4a16_gemm";
+// The sm_90a defaults are sized for the H100/H200 SXM's 132 SMs; the tuner measures the device.
+constexpr int64_t kSm90Sms = 132;
 
 /// Code i (0..7) of a packed word. `>>` copies the sign bit, which the mask drops.
 Expr code(const Expr& word, const Expr& i) {
@@ -82,13 +84,11 @@ Config default_config(const Problem& p, const std::string& arch) {
   if (arch == "cpu")
     return with_bk({{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}});
   // Decode reads the weights once: its M <= 64 rows fit one tensor-core tile (wgmma's m64;
-  // mma's m16 on sm_80) and the column tiles set how many blocks stream the words. On sm_90a
-  // these are what the pilot's tuner chose (H100, 2026-12-06, 91-130 trials a shape, against
-  // the old defaults in the same run): 64 columns and bk = 128 at N = 4096 (M = 1: 0.0217 ms
-  // against 0.0290 with 32 columns), 256 columns and bk = 64 at N = 28672 (M = 1: 0.0558
-  // against 0.1206 with 64 columns and bk = 128). The switch sits where 256 columns still give
-  // 96 blocks; between the two measured N it is a guess. sm_80's are priors, not measured on a
-  // GPU.
+  // mma's m16 on sm_80) and the column tiles set how many blocks stream the words. The plain
+  // sm_90a decode tiles (now for 16 < M <= 64) are what the pilot's tuner chose at M = 1 and 16
+  // (H100, 2026-12-06, 91-130 trials a shape): 64 columns and bk = 128 at N = 4096, 256 columns
+  // and bk = 64 at N = 28672; between the two measured N the switch is a guess. sm_80's are
+  // priors, not measured on a GPU.
   const bool decode = M <= 64;
   if (arch == "sm_90a") {
     // M <= 16: the swapped form (weights unpacked into registers as wgmma's A operand, the 16
@@ -105,19 +105,20 @@ Config default_config(const Problem& p, const std::string& arch) {
     //   0.0202). Each split keeps at least 4 K steps. The switch points are rules, measured at
     //   N = 4096, 6144, 14336 and 28672 only.
     if (M <= 16) {
-      const int64_t tiles = (N + 63) / 64, steps = (p.at("K") + 127) / 128;
-      const int64_t splits = std::min<int64_t>({4, 2 * 132 / tiles, steps / 4});
       if (N >= 24576)
-        return with_bk({{"bm", 16},
-                        {"bn", 256},
-                        {"bk", 64},
-                        {"stages", 4},
-                        {"threads", 256},
-                        {"swap_ab", 1}});
-      Config c = {{"bm", 16}, {"bn", 64}, {"bk", 128}, {"stages", 4}, {"threads", 128},
-                  {"swap_ab", 1}, {"blocks_per_sm", 2}};
-      if (tiles < 132 && splits >= 3) c["splits"] = splits;
-      if (tiles < 132 && splits < 3) c["bk"] = 256, c["blocks_per_sm"] = 1;
+        return with_bk(
+            {{"bm", 16}, {"bn", 256}, {"bk", 64}, {"stages", 4}, {"threads", 256}, {"swap_ab", 1}});
+      Config c = {{"bm", 16},       {"bn", 64},     {"bk", 128},         {"stages", 4},
+                  {"threads", 128}, {"swap_ab", 1}, {"blocks_per_sm", 2}};
+      const int64_t tiles = (N + 63) / 64, steps = (p.at("K") + 127) / 128;
+      if (tiles < kSm90Sms) {
+        // About two blocks an SM (the tiles run two an SM), each split at least 4 K steps.
+        const int64_t splits = std::min<int64_t>({4, 2 * kSm90Sms / tiles, steps / 4});
+        if (splits >= 3)
+          c["splits"] = splits;
+        else
+          c["bk"] = 256, c["blocks_per_sm"] = 1;
+      }
       return with_bk(c);
     }
     if (decode)
@@ -133,12 +134,8 @@ Config default_config(const Problem& p, const std::string& arch) {
     // 0.1282 -> 0.1035, 2048 x 28672 x 4096 0.8265 -> 0.7086, 2048 x 4096 x 14336 0.3846 ->
     // 0.3218, 1024 x 14336 x 4096 0.2426 -> 0.2030; 4 stages ran 1-3 % slower than 3, bk 128
     // with 2 stages 8-14 % slower, 128 x 128 tiles 15-20 % slower.
-    return with_bk({{"bm", 256},
-                    {"bn", 128},
-                    {"bk", 64},
-                    {"stages", 3},
-                    {"threads", 256},
-                    {"swap_ab", 1}});
+    return with_bk(
+        {{"bm", 256}, {"bn", 128}, {"bk", 64}, {"stages", 3}, {"threads", 256}, {"swap_ab", 1}});
   }
   if (decode)
     return with_bk({{"bm", M <= 16 ? 16 : 64},
@@ -165,14 +162,9 @@ int64_t splits_of(const Config& c) {
   return c.count("splits") ? c.at("splits") : 1;
 }
 
-Kernel build(const Problem& p, const Config& c) {
-  return build_kernel(p, c, false);
-}
+namespace {
 
-Kernel build_split(const Problem& p, const Config& c) {
-  return build_kernel(p, c, true);
-}
-
+/// The one kernel of a config (split false), or the split form's first step (split true).
 Kernel build_kernel(const Problem& p, const Config& c, bool split) {
   validate(p, c);
   const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk"), group = p.at("group");
@@ -255,12 +247,23 @@ Kernel build_kernel(const Problem& p, const Config& c, bool split) {
   const KernelOptions opts{.blocks_per_sm = blocks_per_sm};
   const int T = static_cast<int>(c.at("threads"));
   if (split)
-    return kernel(name + "_split_s" + std::to_string(splits), {A, W, S, P},
-                  grid(ceildiv(N, bn), ceildiv(M, bm), splits), threads(T),
-                  [&](Var bx, Var by, Var z) { swapped(bx, by, z); }, opts);
+    return kernel(
+        name + "_split_s" + std::to_string(splits), {A, W, S, P},
+        grid(ceildiv(N, bn), ceildiv(M, bm), splits), threads(T),
+        [&](Var bx, Var by, Var z) { swapped(bx, by, z); }, opts);
   return kernel(
       name, {A, W, S, C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(T),
       [&](Var bx, Var by) { swap ? swapped(bx, by, Expr(0)) : body(bx, by); }, opts);
+}
+
+} // namespace
+
+Kernel build(const Problem& p, const Config& c) {
+  return build_kernel(p, c, false);
+}
+
+Kernel build_split(const Problem& p, const Config& c) {
+  return build_kernel(p, c, true);
 }
 
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed) {

@@ -36,8 +36,6 @@ int64_t splits_of(const Config& c);
 /// The split form: parameters A, W, scales, P f32 [splits, M, N]; block z of grid z takes K
 /// steps [z per, (z + 1) per), per = ceil(ceil(K / bk) / splits), and stores its partial in P[z].
 Kernel build_split(const Problem& p, const Config& c);
-/// build (split false) or build_split (split true).
-Kernel build_kernel(const Problem& p, const Config& c, bool split);
 /// A uniform in [-1, 1), W uniform random words (every code equally likely), scales in
 /// [0.01, 0.1), C poisoned. No dense copy of the weights is made.
 std::vector<HostTensor> make_args(const Problem& p, uint64_t seed);
