@@ -196,6 +196,13 @@ template <typename T>
 TP_DEVICE void store4_aligned(T* p, float a, float b, float c, float d) {
   *reinterpret_cast<Vec8*>(p) = Vec8{{pack2<T>(a, b), pack2<T>(c, d)}};
 }
+
+/// Two f32 values as one 4-byte store of a T pair at shared address `addr` (a TMA store's
+/// chunk buffer, addressed in the shared window as TMA is).
+template <typename T>
+TP_DEVICE void sts_pair(uint32_t addr, float a, float b) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(pack2<T>(a, b)) : "memory");
+}
 template <typename T>
 TP_DEVICE void store8_aligned(T* p, float a, float b, float c, float d, float e, float f, float g,
                               float h) {

@@ -112,7 +112,7 @@ const LoweredKernel& CudaKernel::lowered(const VariantKey& key) {
   Variant& v = variants_[key];
   if (!v.lowered) {
     passes::Target t = passes::Target::parse(arch_);
-    std::tie(t.allow_tma, t.view_params, t.even_rows) = key;
+    std::tie(t.allow_tma, t.view_params, t.even_rows, t.tma_store_params) = key;
     v.lowered = std::make_unique<LoweredKernel>(lower_kernel(kernel_, t));
   }
   return *v.lowered;
@@ -136,12 +136,14 @@ CudaKernel::Variant& CudaKernel::variant(const VariantKey& key) {
 }
 
 const LoweredKernel& CudaKernel::lowered(bool tma) {
-  return lowered(VariantKey{tma, 0, 0});
+  return lowered(VariantKey{tma, 0, 0, ~uint64_t{0}});
 }
 
 uint64_t CudaKernel::even_shapes(const std::vector<ir::ArgDesc>& desc) {
   // Which parameters take paired stores does not depend on the variant: any one's list will do.
-  const uint64_t paired = lowered(true).paired_params;
+  // A TMA-store candidate is paired-stored in the variants that store it from registers.
+  const LoweredKernel& lk = lowered(true);
+  const uint64_t paired = lk.paired_params | lk.tma_store_candidates;
   return paired ? even_row_params(paired, desc) : 0;
 }
 
@@ -154,31 +156,48 @@ uint64_t CudaKernel::even_rows(const std::vector<DeviceTensor>& args, uint64_t e
   return m;
 }
 
-bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
-  // Which tensors TMA loads does not depend on views: any variant's list will do.
-  const LoweredKernel& lk = lowered(true);
-  for (const TmaParam& p : lk.tmas) {
-    const DeviceTensor& t = args.at(p.param);
-    int64_t eb = dtype_bytes(t.dtype);
-    if (t.ptr % 16 != 0) return false;
-    if (t.strides.empty()) {
-      if (t.shape.back() * eb % 16 != 0) return false;
-      continue;
-    }
-    if (t.strides.back() != 1) return false;
-    for (size_t d = 0; d + 1 < t.strides.size(); ++d)
-      if (t.strides[d] <= 0 || t.strides[d] * eb % 16 != 0 ||
-          t.strides[d] * eb >= (int64_t{1} << 40))
-        return false;
-  }
+namespace {
+
+/// Whether TMA can address tensor `t`: a 16-byte aligned base and row pitch (a view: unit
+/// innermost stride, outer strides 16-byte multiples below TMA's 2^40).
+bool tma_addressable(const DeviceTensor& t) {
+  int64_t eb = dtype_bytes(t.dtype);
+  if (t.ptr % 16 != 0) return false;
+  if (t.strides.empty()) return t.shape.back() * eb % 16 == 0;
+  if (t.strides.back() != 1) return false;
+  for (size_t d = 0; d + 1 < t.strides.size(); ++d)
+    if (t.strides[d] <= 0 || t.strides[d] * eb % 16 != 0 || t.strides[d] * eb >= (int64_t{1} << 40))
+      return false;
   return true;
+}
+
+} // namespace
+
+bool CudaKernel::wants_tma(const std::vector<DeviceTensor>& args) {
+  // Which tensors TMA loads does not depend on views: any variant's list will do. TMA-stored
+  // tensors choose their own bit (tma_stores).
+  const LoweredKernel& lk = lowered(true);
+  for (const TmaParam& p : lk.tmas)
+    if (!p.store && !tma_addressable(args.at(p.param))) return false;
+  return true;
+}
+
+uint64_t CudaKernel::tma_stores(const std::vector<DeviceTensor>& args) {
+  uint64_t m = ~uint64_t{0};
+  const uint64_t candidates = lowered(true).tma_store_candidates;
+  for (size_t i = 0; i < args.size() && i < 64; ++i)
+    if (((candidates >> i) & 1) && !tma_addressable(args[i])) m &= ~(uint64_t{1} << i);
+  return m;
 }
 
 const CompileTimings& CudaKernel::prepare(const std::vector<DeviceTensor>& args) {
   std::vector<ir::ArgDesc> desc;
   for (const DeviceTensor& t : args)
     desc.push_back({t.dtype, t.shape, t.strides});
-  return variant({wants_tma(args), view_params(args), even_rows(args, even_shapes(desc))}).timings;
+  const bool tma = wants_tma(args);
+  return variant({tma, view_params(args), even_rows(args, even_shapes(desc)),
+                  tma ? tma_stores(args) : ~uint64_t{0}})
+      .timings;
 }
 
 void CudaKernel::launch(const std::vector<DeviceTensor>& args, CUstream stream) {
@@ -252,7 +271,9 @@ void CudaKernel::launch(const std::vector<DeviceTensor>& args, const std::vector
                    << "' starts at an address that is not 16-byte aligned (address % 16 = "
                    << args[i].ptr % 16 << "); pass a view whose first element is 16-byte aligned";
   }
-  Variant& v = variant({wants_tma(args), view_params(args), even_rows(args, bound_.even_shapes)});
+  const bool tma = wants_tma(args);
+  Variant& v = variant({tma, view_params(args), even_rows(args, bound_.even_shapes),
+                        tma ? tma_stores(args) : ~uint64_t{0}});
   std::array<unsigned, 3> grid = bound_.grid;
   // A tensor map depends only on its tensor's address, shape, strides and dtype: reuse the last
   // launch's maps when those are unchanged (the common case of a hot kernel called on the same

@@ -80,8 +80,12 @@ private:
   /// launch (passes::Target::even_rows): a kernel called with even and odd row lengths compiles
   /// both variants.
   static uint64_t even_rows(const std::vector<DeviceTensor>& args, uint64_t even_shapes);
-  /// What picks a variant: TMA or not, view_params, even_rows.
-  using VariantKey = std::tuple<bool, uint64_t, uint64_t>;
+  /// The TMA-store candidates (LoweredKernel::tma_store_candidates) whose tensors TMA can
+  /// write in this launch: 16-byte aligned base and row pitch (passes::Target::tma_store_params;
+  /// the other bits set, as the default). A launch without TMA keeps every bit set.
+  uint64_t tma_stores(const std::vector<DeviceTensor>& args);
+  /// What picks a variant: TMA or not, view_params, even_rows, tma_store_params.
+  using VariantKey = std::tuple<bool, uint64_t, uint64_t, uint64_t>;
   Variant& variant(const VariantKey& key);
   const LoweredKernel& lowered(const VariantKey& key);
 

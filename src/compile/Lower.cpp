@@ -65,6 +65,11 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
          << " shared tile(s) the loop's element-wise work fills get two buffers; the work fills "
             "one while the previous iteration's gemm reads the other\n";
     if (!p.rotation_note.empty()) os << "// rotation: " << p.rotation_note << "\n";
+    if (!p.stores.empty())
+      os << "// TMA stores: " << p.stores.size() << " accumulator copy(ies) through two "
+         << p.store_staging_bytes() / 2 << "-byte chunk buffers at shared offset "
+         << s.store_staging << "\n";
+    if (!p.store_note.empty()) os << "// not TMA-stored: " << p.store_note << "\n";
   } else {
     os << "// pipeline: not warp-specialized ("
        << (p.reason.empty() ? "no pipelined loop" : p.reason) << ")\n";
@@ -136,6 +141,7 @@ Planned plan_kernel(const Kernel& kernel, const passes::Target& t) {
   dump("insert_barriers", [&] { return ir::to_string(k); });
   passes::LayoutInfo layouts = passes::infer_layouts(k, t);
   passes::PipelinePlan plan = passes::plan_pipeline(k, layouts, t);
+  passes::plan_tma_stores(k, layouts, t, plan);
   passes::SmemPlan smem = passes::plan_shared_memory(k, layouts, plan, t);
   dump("infer_layouts", [&] { return passes::to_string(k, layouts); });
   return {std::move(k), std::move(staged), std::move(layouts), std::move(plan), std::move(smem)};
@@ -175,6 +181,9 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   out.persistent = plan.persistent;
   for (const passes::TmaLoad& l : plan.loads)
     out.tmas.push_back({l.param, l.box, l.swizzle_bytes});
+  for (const passes::TmaStore& s : plan.stores)
+    out.tmas.push_back({s.param, s.box, 128, true});
+  out.tma_store_candidates = plan.tma_store_candidates;
   out.paired_params = cx.paired_params;
   out.param_written.assign(k.params.size(), false);
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
@@ -219,33 +228,55 @@ uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args) 
   return m;
 }
 
+uint64_t tma_store_params(uint64_t candidates, const std::vector<ir::ArgDesc>& args) {
+  uint64_t m = ~uint64_t{0};
+  for (size_t i = 0; i < args.size() && i < 64; ++i) {
+    if (!((candidates >> i) & 1)) continue;
+    const ir::ArgDesc& a = args[i];
+    const int64_t eb = dtype_bytes(a.dtype);
+    bool ok = !a.shape.empty() && a.shape.back() * eb % 16 == 0;
+    if (!a.strides.empty()) {
+      ok = a.strides.back() == 1;
+      for (size_t d = 0; ok && d + 1 < a.strides.size(); ++d)
+        ok = a.strides[d] > 0 && a.strides[d] * eb % 16 == 0;
+    }
+    if (!ok) m &= ~(uint64_t{1} << i);
+  }
+  return m;
+}
+
 LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
                                const std::vector<ir::ArgDesc>& args) {
-  // Which tensors TMA loads and which take paired stores come from any variant's lowering (as
-  // at launch); at most one more lowering gives the variant these shapes take.
+  // Which tensors TMA loads and which take paired or TMA stores come from any variant's
+  // lowering (as at launch); at most one more lowering gives the variant these shapes take.
   LoweredKernel lk = lower_kernel(k, t);
   const passes::Target first = t;
   std::vector<int> tma_params;
   for (const TmaParam& p : lk.tmas)
-    tma_params.push_back(p.param);
+    if (!p.store) tma_params.push_back(p.param);
   t = tma_for_shapes(t, tma_params, args);
-  t.even_rows = even_row_params(lk.paired_params, args);
-  return t.allow_tma == first.allow_tma && t.even_rows == first.even_rows ? lk : lower_kernel(k, t);
+  // A TMA-store candidate is paired-stored in the variants that store it from registers.
+  t.even_rows = even_row_params(lk.paired_params | lk.tma_store_candidates, args);
+  // Without TMA nothing is TMA-stored: the default bits keep one variant.
+  if (t.allow_tma) t.tma_store_params = tma_store_params(lk.tma_store_candidates, args);
+  const bool same = t.allow_tma == first.allow_tma && t.even_rows == first.even_rows &&
+                    t.tma_store_params == first.tma_store_params;
+  return same ? lk : lower_kernel(k, t);
 }
 
 LaunchResources plan_for_shapes(const Kernel& k, const passes::Target& t,
                                 const std::vector<ir::ArgDesc>& args) {
-  // Paired stores (even_rows) change only how tile ops lower, never the plans; TMA does.
-  auto planned = [&](const passes::Target& target) {
-    Planned pl = plan_kernel(k, target);
-    std::vector<int> tma_params;
-    for (const passes::TmaLoad& l : pl.plan.loads)
-      tma_params.push_back(l.param);
-    return std::make_pair(std::move(pl), tma_params);
-  };
-  auto [pl, tma_params] = planned(t);
-  const passes::Target shaped = tma_for_shapes(t, tma_params, args);
-  if (shaped.allow_tma != t.allow_tma) pl = planned(shaped).first;
+  // Paired stores (even_rows) change only how tile ops lower, never the plans; TMA loads and
+  // TMA stores do.
+  Planned pl = plan_kernel(k, t);
+  std::vector<int> tma_params;
+  for (const passes::TmaLoad& l : pl.plan.loads)
+    tma_params.push_back(l.param);
+  passes::Target shaped = tma_for_shapes(t, tma_params, args);
+  if (shaped.allow_tma)
+    shaped.tma_store_params = tma_store_params(pl.plan.tma_store_candidates, args);
+  if (shaped.allow_tma != t.allow_tma || shaped.tma_store_params != t.tma_store_params)
+    pl = plan_kernel(k, shaped);
   return {pl.k.threads + pl.plan.producer_threads(), pl.smem.total_bytes};
 }
 

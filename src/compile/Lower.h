@@ -14,10 +14,14 @@ LoweredKernel lower_kernel(const Kernel& k, const passes::Target& t);
 /// Of the parameters in `paired` (LoweredKernel::paired_params), those whose argument's rows
 /// hold an even number of adjacent elements (passes::Target::even_rows).
 uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args);
+/// Of the parameters in `candidates` (LoweredKernel::tma_store_candidates), those whose rows are
+/// 16-byte multiples, given aligned bases (passes::Target::tma_store_params; other bits set).
+uint64_t tma_store_params(uint64_t candidates, const std::vector<ir::ArgDesc>& args);
 /// The variant a launch on contiguous tensors shaped like `args` (parameter order) takes, as
 /// CudaKernel picks it at launch: `t` with TMA, unless a tensor TMA would load has rows that
 /// are not 16-byte multiples (device buffers are 256-byte aligned, so rows decide); then `t`
-/// without TMA. Paired stores into tensors with even rows drop their alignment tests.
+/// without TMA. Paired stores into tensors with even rows drop their alignment tests; TMA
+/// stores apply to tensors whose rows are 16-byte multiples.
 LoweredKernel lower_for_shapes(const Kernel& k, passes::Target t,
                                const std::vector<ir::ArgDesc>& args);
 

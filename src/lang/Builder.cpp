@@ -223,6 +223,9 @@ constexpr AnnotationRule kAnnotations[] = {
     {"persistent", 0, 1, "1: about one block per SM loops over the grid's tiles"},
     {"paired_stores", 0, 1,
      "1: parallel loops over a gemm accumulator store two adjacent columns at once"},
+    {"tma_stores", 0, 1,
+     "0: accumulator copies to global store from registers, never through shared memory by TMA "
+     "(sm_90a; default 1)"},
 };
 
 /// Loop schedules that were kernel annotations once and are now stated on the loop itself,

@@ -168,6 +168,19 @@ Expr FragmentLayout::col(const Expr& t, const Expr& r) const {
   return wn * wn_cols + an * 8 + r % 2 + (lane % 4) * 2;
 }
 
+int64_t FragmentLayout::chunk_pairs(int64_t w) const {
+  internal_assert(kind == Kind::wgmma_acc && w % 8 == 0 && N % w == 0) << "chunks of " << str();
+  return slabs * (w / 4);
+}
+
+Expr FragmentLayout::chunk_pair_reg(int64_t w, int64_t c, const Expr& q) const {
+  internal_assert(kind == Kind::wgmma_acc && w % 8 == 0 && N % w == 0) << "chunks of " << str();
+  // In a slab, 8-column group g is registers 4g..4g+3 (pairs at rows +0 and +8), so columns
+  // [c w, (c + 1) w) are registers [c w / 2, (c + 1) w / 2): w / 4 pairs a slab.
+  const int64_t per_slab = w / 4;
+  return (q / per_slab) * (N / 2) + c * (w / 2) + (q % per_slab) * 2;
+}
+
 Expr FragmentLayout::rows_reg(const Expr& r) const {
   if (kind == Kind::blocked) return r / (col_runs() * vec);
   if (kind == Kind::wgmma_acc) {

@@ -82,6 +82,12 @@ struct FragmentLayout {
   /// expressions; r is a loop variable of an unrolled loop, so the compiler folds them.
   Expr row(const Expr& t, const Expr& r) const;
   Expr col(const Expr& t, const Expr& r) const;
+  /// wgmma_acc: every thread's registers holding columns [c * w, (c + 1) * w), w a multiple of
+  /// 8, as chunk_pairs(w) adjacent-column pairs; pair q (0 <= q < chunk_pairs(w)) starts at
+  /// register chunk_pair_reg(w, c, q). Which registers a column chunk has does not depend on
+  /// the thread: a thread's columns within an 8-column group are its lane's.
+  int64_t chunk_pairs(int64_t w) const;
+  Expr chunk_pair_reg(int64_t w, int64_t c, const Expr& q) const;
   /// For an accumulator register r, the register of the derived rows layout holding its row.
   Expr rows_reg(const Expr& r) const;
   /// Register arrays: wgmma accumulators are [slabs][N/2] (one wgmma operand per slab).

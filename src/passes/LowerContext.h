@@ -123,6 +123,8 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op);
 /// A prefetched global->shared copy of a cp.async pipeline, into the stage cx.stage names:
 /// cp.async chunks where the copy moves whole 16-byte chunks, else a synchronous copy.
 ir::Stmt lower_copy_async(LowerContext& cx, const ir::Copy* op);
+/// An accumulator copy the plan stores by TMA through shared memory (LowerTmaStore.cpp).
+ir::Stmt lower_tma_store(LowerContext& cx, const ir::Copy* op, const TmaStore& s);
 ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op);
 ir::Stmt lower_gemm(LowerContext& cx, const ir::Gemm* op);
 ir::Stmt lower_reduce(LowerContext& cx, const ir::Reduce* op);

@@ -488,6 +488,7 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op) {
     }
     return unrolled_for(r, ls.regs_per_thread(), s);
   }
+  if (const TmaStore* ts = cx.plan.store_for(op)) return lower_tma_store(cx, op, *ts);
   if (sreg && swhole && paired_store_applies(cx, op)) return paired_store(cx, op);
   if (auto it = cx.layouts.copy_vector.find(op); it != cx.layouts.copy_vector.end())
     return vector_fragment_copy(cx, op, it->second);

@@ -17,6 +17,19 @@ const TmaLoad* PipelinePlan::load_for(const ir::Copy* c) const {
   return nullptr;
 }
 
+const TmaStore* PipelinePlan::store_for(const ir::Copy* c) const {
+  for (const TmaStore& s : stores)
+    if (s.copy == c) return &s;
+  return nullptr;
+}
+
+int64_t PipelinePlan::store_staging_bytes() const {
+  int64_t b = 0;
+  for (const TmaStore& s : stores)
+    b = std::max(b, 2 * s.chunk_bytes());
+  return b;
+}
+
 namespace {
 
 using ir::Scope;

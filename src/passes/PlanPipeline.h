@@ -19,6 +19,7 @@
 
 #include "ir/IR.h"
 #include "passes/InferLayouts.h"
+#include "passes/PlanTmaStores.h"
 #include "passes/Target.h"
 
 namespace tp::passes {
@@ -87,8 +88,17 @@ struct PipelinePlan {
   /// runs. Needs exactly two wgmma gemms, first and last in the loop's work, at least two
   /// stages, no consumer barrier in the loop, and no ping-pong; else a user error.
   bool defer_second_gemm = false;
+  /// Accumulator copies stored through shared memory by TMA (PlanTmaStores.h, planned after
+  /// the rest); the parameters that would be on a launch allowing it (what CudaKernel checks to
+  /// pick a variant); why a copy was not, for `show`.
+  std::vector<TmaStore> stores;
+  uint64_t tma_store_candidates = 0;
+  std::string store_note;
   int producer_threads() const { return warp_specialized ? 128 : 0; }
   const TmaLoad* load_for(const ir::Copy* c) const;
+  const TmaStore* store_for(const ir::Copy* c) const;
+  /// Bytes of the stores' two chunk buffers (0 without stores).
+  int64_t store_staging_bytes() const;
 };
 
 PipelinePlan plan_pipeline(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t);

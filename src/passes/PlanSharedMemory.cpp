@@ -57,14 +57,19 @@ private:
 
 } // namespace
 
-SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
-                            const PipelinePlan& plan, const Target& t) {
+SmemPlan place_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
+                             const PipelinePlan& plan) {
   SmemPlan out;
   Placer placer(layouts, plan, out);
   placer.visit(k.body);
+  int64_t top = placer.high;
+  // The TMA stores' chunk buffers: 128-byte swizzled like a TMA-loaded tile, so 1024-aligned.
+  if (int64_t b = plan.store_staging_bytes()) {
+    out.store_staging = align(top, 1024);
+    top = out.store_staging + b;
+  }
   // Cross-warp reduction scratch (f32, read and written by ordinary loads and stores) after the
   // tiles; it needs no 1024-byte alignment.
-  int64_t top = placer.high;
   std::vector<ir::Buffer> scratch; // in program order, so that offsets are deterministic
   ir::for_each_stmt(k.body, [&](const ir::Stmt& st) {
     const auto* r = ir::as<ir::Reduce>(st);
@@ -82,6 +87,12 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
   // Persistent kernels add tile_empty and the tile-index slot (8 bytes each).
   out.num_barriers = plan.warp_specialized ? 2 * plan.stages + 1 + (plan.persistent ? 2 : 0) : 0;
   out.total_bytes = out.barrier_offset + 8 * out.num_barriers;
+  return out;
+}
+
+SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
+                            const PipelinePlan& plan, const Target& t) {
+  SmemPlan out = place_shared_memory(k, layouts, plan);
   // What the kernel states (a limit, or its share of the SM for blocks_per_sm > 1) holds in
   // every plan; the target's own per-block limit only where enforced (a tuner's estimate
   // compares with the device's limit itself).
@@ -96,6 +107,7 @@ SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
            << " B x " << sl.stages << (sl.stages > 1 ? " stages" : " stage") << ";";
       }
     });
+    if (out.store_staging >= 0) os << " TMA store chunks " << plan.store_staging_bytes() << " B;";
     user_error(k.loc) << "kernel '" << k.name << "' needs " << out.total_bytes
                       << " bytes of shared memory on " << t.arch << ", over the limit of " << limit
                       << " bytes"

@@ -24,11 +24,16 @@ struct SmemPlan {
   int64_t barrier_offset = 0; // mbarriers: full[stages], empty[stages], prologue (= tile_full
                               // when persistent), then tile_empty and the tile-index slot
   int num_barriers = 0;
+  /// The TMA stores' two chunk buffers (PipelinePlan::stores), after the tiles; -1 without.
+  int64_t store_staging = -1;
   int64_t total_bytes = 0;
   const Slot& slot(const ir::Buffer& b) const;
 };
 
 SmemPlan plan_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
                             const PipelinePlan& plan, const Target& t);
+/// The same placement without the limit's check (what a plan would need).
+SmemPlan place_shared_memory(const ir::KernelNode& k, const LayoutInfo& layouts,
+                             const PipelinePlan& plan);
 
 } // namespace tp::passes

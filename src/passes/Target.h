@@ -28,6 +28,11 @@ struct Target {
   /// the bits of the parameters that take paired stores (LoweredKernel::paired_params) per
   /// launch, from their shapes, strides and addresses; lower_for_shapes assumes aligned bases.
   uint64_t even_rows = 0;
+  /// Bit i set: parameter i may be stored by TMA through shared memory (PlanTmaStores.h) in this
+  /// variant's launches: its base and row pitch are 16-byte aligned (a view's also a unit
+  /// innermost stride). All set by default (lowering for shapes alone assumes aligned bases, as
+  /// for even_rows); CudaKernel clears the bits a launch's arguments break.
+  uint64_t tma_store_params = ~uint64_t{0};
 
   bool sm90() const { return arch == "sm_90a"; }
   bool wgmma() const { return sm90(); }
@@ -43,7 +48,8 @@ struct Target {
   std::string str() const {
     return arch + (sm90() && !allow_tma ? "-notma" : "") +
            (view_params ? "-views" + std::to_string(view_params) : "") +
-           (even_rows ? "-even" + std::to_string(even_rows) : "");
+           (even_rows ? "-even" + std::to_string(even_rows) : "") +
+           (~tma_store_params ? "-regstores" + std::to_string(~tma_store_params) : "");
   }
   /// "sm_90a" | "sm_80"; user error naming the choices otherwise.
   static Target parse(const std::string& arch);

@@ -21,8 +21,14 @@ std::string show_cuda(const std::string& args) {
 } // namespace
 
 TEST(ShowCommand, PrintsTheVariantALaunchAtTheShapeTakes) {
+  // Rows of 16-byte multiples: TMA loads A and B and stores C (the even bit is C's, for the
+  // variant that would store it from registers).
   EXPECT_NE(show_cuda("--shape M=256,N=256,K=64").find("for sm_90a-even4 "), std::string::npos);
   EXPECT_NE(show_cuda("--shape M=256,N=264,K=64").find("for sm_90a-even4 "), std::string::npos);
+  // B as [N, K] with K = 64: TMA loads both operands, but C's rows of 250 elements are not
+  // 16-byte multiples, so C (parameter 2) is stored from registers, in even pairs.
+  EXPECT_NE(show_cuda("--shape M=256,N=250,K=64,layout=nt").find("for sm_90a-even4-regstores4 "),
+            std::string::npos);
   // An odd row length: rows are not 16-byte multiples (no TMA) and pairs need their tests.
   EXPECT_NE(show_cuda("--shape M=256,N=255,K=64").find("for sm_90a-notma "), std::string::npos);
   // Even, but not a 16-byte multiple: no TMA, and the even pairs still drop their tests.

@@ -24,11 +24,14 @@ struct Built {
   rt::ResourceUsage u;
 };
 
-/// Lesson 08's gemm with epilogue `e` through NVRTC for sm_90a: the general variant, or the one
-/// a launch whose output rows are even takes (passes::Target::even_rows).
-Built build(const Epilogue& e, bool even_rows = false) {
+/// Lesson 08's gemm with epilogue `e` through NVRTC for sm_90a: the variant that stores C by
+/// TMA (`registers` false: what aligned outputs take), or the ones storing it from registers:
+/// the general one, or the one a launch whose output rows are even takes
+/// (passes::Target::even_rows).
+Built build(const Epilogue& e, bool even_rows = false, bool registers = false) {
   const Kernel k = test::epilogue_gemm({}, e);
   passes::Target t = passes::Target::parse("sm_90a");
+  if (registers) t.tma_store_params = 0;
   cuda::LoweredKernel lk = cuda::lower_kernel(k, t);
   if (even_rows) {
     EXPECT_NE(lk.paired_params, 0u) << "the output takes paired stores";
@@ -77,9 +80,10 @@ TEST(EpilogueCudaCompile, ResidualEpilogueCompilesWithoutSpills) {
 
 } // namespace
 
-// The even-row variant keeps the 64 two-element global stores a thread issues and drops every
-// element store of the fallbacks: the pass's (index not even) and store2's own (address not
-// aligned). It needs no more registers.
+// Of the variants storing C from registers, the even-row one keeps the 64 two-element global
+// stores a thread issues and drops every element store of the fallbacks: the pass's (index not
+// even) and store2's own (address not aligned). It needs no more registers. The TMA-store
+// variant issues no global store from the consumers at all.
 TEST(EpilogueCudaCompile, EvenRowsKeepThePairsAndDropTheElementStores) {
   // Global stores of 16-bit elements: pairs (one 32-bit word) and single elements.
   auto pairs = [](const std::string& ptx) {
@@ -89,7 +93,10 @@ TEST(EpilogueCudaCompile, EvenRowsKeepThePairsAndDropTheElementStores) {
     return count(ptx, "st.global.b16") + count(ptx, "st.global.u16");
   };
   for (const Epilogue& e : {Epilogue{}, Epilogue{.bias = true, .gelu = true}}) {
-    Built general = build(e), even = build(e, true);
+    Built general = build(e, false, true), even = build(e, true, true), tma = build(e);
+    EXPECT_EQ(pairs(tma.ptx) + elements(tma.ptx), 0u);
+    EXPECT_EQ(count(tma.ptx, "cp.async.bulk.tensor.2d.global.shared::cta"), 4u)
+        << "one TMA store a 64-column chunk";
     EXPECT_EQ(pairs(general.ptx), 64u) << "bm * bn / 256 threads / 2";
     EXPECT_EQ(elements(general.ptx), 256u) << "two fallbacks of two stores per pair";
     EXPECT_EQ(pairs(even.ptx), 64u);

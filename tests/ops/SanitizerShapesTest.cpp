@@ -74,31 +74,32 @@ public:
     std::string out;
     for (const KernelStep& s : prog.steps) {
       out += out.empty() ? "" : "+";
-      const std::vector<int>& params = tma_params(s.kernel);
-      std::string v = params.empty() ? "plain" : "tma";
-      for (int i : params) {
+      // TMA loads decide tma / notma; with them, a TMA-stored tensor whose rows are not 16-byte
+      // multiples is stored from registers instead.
+      auto aligned = [&](int i) {
         const ArgSpec& a = specs.at(s.args.at(i));
-        if (a.shape.back() * dtype_bytes(a.dtype) % 16) v = "notma";
+        return a.shape.back() * dtype_bytes(a.dtype) % 16 == 0;
+      };
+      bool loads = false, loads_aligned = true, stores_aligned = true;
+      for (const cuda::TmaParam& t : tma_params(s.kernel)) {
+        loads |= !t.store;
+        (t.store ? stores_aligned : loads_aligned) &= aligned(t.param);
       }
-      out += v;
+      out += !loads ? "plain" : !loads_aligned ? "notma" : stores_aligned ? "tma" : "tma-regstores";
     }
     return out;
   }
 
 private:
-  const std::vector<int>& tma_params(const Kernel& k) {
+  const std::vector<cuda::TmaParam>& tma_params(const Kernel& k) {
     std::string key = ir::to_string(k.node(), true);
     auto it = tma_params_.find(key);
-    if (it == tma_params_.end()) {
-      std::vector<int> params;
-      for (const cuda::TmaParam& t : cuda::lower_kernel(k, passes::Target::parse(kArch)).tmas)
-        params.push_back(t.param);
-      it = tma_params_.emplace(key, params).first;
-    }
+    if (it == tma_params_.end())
+      it = tma_params_.emplace(key, cuda::lower_kernel(k, passes::Target::parse(kArch)).tmas).first;
     return it->second;
   }
 
-  std::map<std::string, std::vector<int>> tma_params_;
+  std::map<std::string, std::vector<cuda::TmaParam>> tma_params_;
 };
 
 using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;

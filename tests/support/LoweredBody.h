@@ -1,6 +1,6 @@
 // The lowered body of a kernel, as the compiler's passes produce it for one target: layouts,
-// the pipeline plan, shared memory, then lowering to per-thread statements. For pass tests that
-// check what lowering decided (which calls, stores and variables the body has).
+// the pipeline plan and its TMA stores, shared memory, then lowering to per-thread statements. For
+// pass tests that check what lowering decided (which calls, stores and variables the body has).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +23,7 @@ inline ir::Stmt lowered_body(const Kernel& kernel, const passes::Target& t,
   const ir::KernelNode& k = kernel.node();
   passes::LayoutInfo l = passes::infer_layouts(k, t);
   passes::PipelinePlan p = passes::plan_pipeline(k, l, t);
+  passes::plan_tma_stores(k, l, t, p);
   passes::SmemPlan s = passes::plan_shared_memory(k, l, p, t);
   passes::LowerContext cx(k, t, l, p, s);
   ir::Stmt body = passes::lower_tile_ops(cx);

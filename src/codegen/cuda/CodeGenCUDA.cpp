@@ -87,7 +87,7 @@ public:
       params.push_back(fmt::format("{}{}* __restrict__ {}", in_.param_written[i] ? "" : "const ",
                                    storage_type(b->dtype), buffer_name(b)));
     }
-    for (size_t i = 0; i < in_.plan.loads.size(); ++i)
+    for (size_t i = 0; i < in_.plan.loads.size() + in_.plan.stores.size(); ++i)
       params.push_back(fmt::format("const __grid_constant__ tp::TensorMap tmap{}", i));
     for (const Var& d : k.dims)
       params.push_back("int " + var_name(ir::as<ir::Variable>(d)));

@@ -11,11 +11,13 @@
 
 namespace tp::cuda {
 
-/// A tensor map the launcher encodes (cuTensorMapEncodeTiled) for a TMA-loaded parameter.
+/// A tensor map the launcher encodes (cuTensorMapEncodeTiled) for a TMA-loaded parameter, or
+/// a TMA-stored one (`store`: its launch allows it by Target::tma_store_params instead).
 struct TmaParam {
   int param = -1;           // kernel parameter index
   std::vector<int64_t> box; // innermost first
   int swizzle_bytes = 0;    // 0, 32, 64, 128
+  bool store = false;
 };
 
 struct LoweredKernel {
@@ -36,6 +38,9 @@ struct LoweredKernel {
   /// Bit i: parameter i takes paired fragment stores, which a launch whose rows of it are even
   /// runs without alignment tests (passes::Target::even_rows).
   uint64_t paired_params = 0;
+  /// Bit i: parameter i is TMA-stored on a launch whose argument allows it
+  /// (passes::Target::tma_store_params).
+  uint64_t tma_store_candidates = 0;
   std::string lowered_text; // layouts, pipeline plan and lowered IR
   /// The tile-level kernel with barriers inserted (what was lowered).
   ir::Stmt body_with_barriers;
