@@ -97,6 +97,61 @@ TEST(PlanTmaStores, GemmAccumulatorIsStoredInChunks) {
   EXPECT_LE(p.smem.total_bytes, sm90().smem_limit());
 }
 
+// The differential case AccumulatorTmaStoredAtEdgeTiles's kernel (one warpgroup, 64 x 64
+// tiles, bk 32, 2 stages, bf16 C) takes the TMA store, so the GPU comparison runs it: one
+// chunk of 64 rows, and no wait before it (nothing used the buffers).
+TEST(PlanTmaStores, OneWarpgroupTileIsOneChunk) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
+  Kernel k = kernel("one", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile as = alloc_shared({64, 32}, bf16), bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      pipelined(ceildiv(K, 32), 2, [&](Var kk) {
+                        copy(A.tile(by * 64, kk * 32), as);
+                        copy(B.tile(kk * 32, bx * 64), bs);
+                        gemm(as, bs, acc);
+                      });
+                      copy(acc, C.tile(by * 64, bx * 64));
+                    });
+  Planned p = plan(k, sm90());
+  ASSERT_EQ(p.plan.stores.size(), 1u) << p.plan.store_note;
+  EXPECT_EQ(p.plan.stores[0].box, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(p.plan.stores[0].chunks, 1);
+  EXPECT_TRUE(p.plan.stores[0].first_use);
+}
+
+// A persistent kernel loops over tiles, so even a store's first chunks wait for the previous
+// tile's reads: five waits for four chunks.
+TEST(PlanTmaStores, PersistentStoresWaitBeforeEveryChunk) {
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
+  Kernel k = kernel("pers", {A, B, C}, grid(ceildiv(N, 256), ceildiv(M, 128)), threads(256),
+                    [&](Var bx, Var by) {
+                      annotate("persistent", "1");
+                      Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 256}, bf16);
+                      Tile acc = alloc_fragment({128, 256}, f32);
+                      clear(acc);
+                      pipelined(ceildiv(K, 64), 4, [&](Var kk) {
+                        copy(A.tile(by * 128, kk * 64), as);
+                        copy(B.tile(kk * 64, bx * 256), bs);
+                        gemm(as, bs, acc);
+                      });
+                      copy(acc, C.tile(by * 128, bx * 256));
+                    });
+  Planned p = plan(k, sm90());
+  ASSERT_EQ(p.plan.stores.size(), 1u) << p.plan.store_note;
+  EXPECT_FALSE(p.plan.stores[0].first_use);
+  int waits = 0;
+  ir::for_each_stmt(tp::testing::lowered_body(k, sm90()), [&](const ir::Stmt& st) {
+    if (const auto* e = ir::as<ir::Evaluate>(st))
+      if (const auto* call = ir::as<ir::Intrinsic>(e->value))
+        waits += call->name.rfind("tp::sm90::tma_store_wait_read", 0) == 0;
+  });
+  EXPECT_EQ(waits, 5);
+}
+
 // A launch whose C rows are not 16-byte multiples clears C's bit: the copy stays a register
 // store, C stays a candidate (what the launch checks), and the note says why.
 TEST(PlanTmaStores, LaunchWithoutAlignedRowsKeepsRegisterStores) {
