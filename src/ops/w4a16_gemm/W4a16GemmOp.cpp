@@ -8,6 +8,7 @@
 #include "ops/reference/GpuReference.h"
 #include "ops/w4a16_gemm/W4a16Gemm.h"
 #include "ops/w4a16_gemm/W4a16GemmFramework.h"
+#include "passes/Target.h"
 #include "runtime/DeviceBuffer.h"
 #include "tilepilot/error.h"
 
@@ -158,7 +159,25 @@ std::vector<Knob> W4a16GemmOp::knobs(const std::string& arch) const {
 }
 
 Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) const {
-  return w4a16::default_config(p, arch);
+  Config c = w4a16::default_config(p, arch);
+  // A scale group that no 64-row step nests with widens the K step (group 72: bk 144), and the
+  // large tiles' stages grow with it: 256 x 128 at bk 144 needs 246 KB in 3 stages (found by
+  // the compute-sanitizer sweep on the H100, 2026-12-06: the default could not run M = 130,
+  // K = 720, group = 72). Fewer stages, then half the rows, until the compiler's plan fits. The
+  // decode tiles (sm_90a, M <= 64) are small enough at any step.
+  if (arch == "cpu" || (arch.rfind("sm_90a", 0) == 0 && p.at("M") <= 64)) return c;
+  const int64_t limit = passes::Target::parse(arch).smem_limit();
+  auto fit = [&] {
+    while (c.at("stages") > 2 && estimate(p, c, arch).smem_bytes > limit)
+      c["stages"] -= 1;
+    return estimate(p, c, arch).smem_bytes <= limit;
+  };
+  if (!fit() && c.at("bm") > 64) {
+    c["bm"] /= 2;
+    c["stages"] = w4a16::default_config(p, arch).at("stages");
+    fit();
+  }
+  return c;
 }
 
 void W4a16GemmOp::validate(const Problem& p, const Config& c) const {
