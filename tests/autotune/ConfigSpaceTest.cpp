@@ -50,7 +50,9 @@ TEST(ConfigSpace, GemmOnSm90aFixesBkAndDropsSingleStage) {
   EXPECT_EQ(values(ks, "cluster"), (std::vector<int64_t>{1, 2}));
   // Knob values cannot depend on the shape: splits 1, 2, 4, 8 at every M.
   EXPECT_EQ(values(ks, "splits"), (std::vector<int64_t>{1, 2, 4, 8}));
-  EXPECT_EQ(s.total(), 3 * 5 * 1 * 4 * 3 * 4 * 2 * 4);
+  // Persistent blocks are searched on sm_90a since the TMA stores (both values).
+  EXPECT_EQ(values(ks, "persistent"), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(s.total(), 3 * 5 * 1 * 4 * 3 * 4 * 2 * 4 * 2);
   EXPECT_FALSE(s.kept.empty());
   for (const Candidate& c : s.pruned) {
     EXPECT_FALSE(c.reason.empty()) << ops::config_str(c.config);

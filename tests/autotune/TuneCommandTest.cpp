@@ -48,7 +48,7 @@ seed: 7
 TEST(TuneCommand, DryRunPrintsThePrunedSpace) {
   CliResult r = run("tune gemm --shape M=4096,N=4096,K=4096 --arch sm_90a --dry-run");
   EXPECT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("space: 5760 configs, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("space: 11520 configs, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pruned before compiling (divisibility "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("shared memory per block, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("search order (first 10 of "), std::string::npos) << r.out;

@@ -81,10 +81,16 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
           // Clusters multicast TMA loads; without TMA the annotation would be dropped.
           {"cluster", hopper ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1},
            "blocks per cluster along M; 2 multicasts B's tile (sm_90a TMA)", 1, tma ? 2 : 1, 1},
-          // Persistent GEMM blocks were never faster on the H200 (device run s2, 2026-11-30: 8192^3
-          // +1.1 % time, M=128 +10 %, 4096^3 nt -0.2 %), so the tuner leaves them out; a --space
-          // that names the knob still tries them. The schedule exists for TMA kernels only.
-          {"persistent", {0}, "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
+          // Persistent blocks were never faster while the accumulator was stored from registers
+          // (H200, 2026-11-30: 8192^3 +1.1 % time, M=128 +10 %). With TMA stores they are at some
+          // shapes (H100, 2026-12-06, p3, against cuBLASLt in each process: 8192^3 714 -> 761
+          // TFLOP/s, 4096^3 758 -> 771; 4096 x 28672 x 4096 764 -> 744), so sm_90a's tuner
+          // tries both. The schedule exists for TMA kernels only.
+          {"persistent",
+           hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+           "1: one block per SM loops over tiles (sm_90a TMA)",
+           0,
+           tma ? 1 : 0},
           // Absent means 1 (neutral), so a release pinned before split-K still names its one
           // kernel. Knob values cannot depend on the shape, so the tuner tries these at every M;
           // no default splits yet (choose_split in GemmSplitK.cpp is the rule meant for M <= 64).
