@@ -39,22 +39,25 @@ passes::Target sm90() {
 }
 
 struct GemmOptions {
-  int64_t bm = 128, bn = 256;
-  int stages = 4;
+  int64_t bm = 128, bn = 256, bk = 64;
+  int stages = 4, threads = 256;
+  bool persistent = false;
   int64_t extra_shared = 0;   // bytes of one more shared tile (to leave no room)
   bool read_c_first = false;  // C is also read: a residual added to the accumulator
   bool annotate_off = false;  // annotate("tma_stores", "0")
   bool pipelined_loop = true; // false: a serial K loop (no warp specialization)
 };
 
-/// C = A B over bm x bn tiles with bk 64 and 256 consumer threads (two warpgroups).
+/// C = A B over bm x bn tiles, bf16 C (by default the GEMM's sm_90a tile: 128 x 256 x 64, 4
+/// stages, two consumer warpgroups).
 Kernel gemm(const GemmOptions& o) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
-  return kernel("g", {A, B, C}, grid(ceildiv(N, o.bn), ceildiv(M, o.bm)), threads(256),
+  return kernel("g", {A, B, C}, grid(ceildiv(N, o.bn), ceildiv(M, o.bm)), threads(o.threads),
                 [&](Var bx, Var by) {
                   if (o.annotate_off) annotate("tma_stores", "0");
-                  Tile as = alloc_shared({o.bm, 64}, bf16), bs = alloc_shared({64, o.bn}, bf16);
+                  if (o.persistent) annotate("persistent", "1");
+                  Tile as = alloc_shared({o.bm, o.bk}, bf16), bs = alloc_shared({o.bk, o.bn}, bf16);
                   Tile acc = alloc_fragment({o.bm, o.bn}, f32);
                   if (o.extra_shared) {
                     Tile pad = alloc_shared({o.extra_shared / 2}, bf16);
@@ -65,14 +68,14 @@ Kernel gemm(const GemmOptions& o) {
                   else
                     clear(acc);
                   auto step = [&](Var k) {
-                    copy(A.tile(by * o.bm, k * 64), as);
-                    copy(B.tile(k * 64, bx * o.bn), bs);
+                    copy(A.tile(by * o.bm, k * o.bk), as);
+                    copy(B.tile(k * o.bk, bx * o.bn), bs);
                     gemm(as, bs, acc);
                   };
                   if (o.pipelined_loop)
-                    pipelined(ceildiv(K, 64), o.stages, step);
+                    pipelined(ceildiv(K, o.bk), o.stages, step);
                   else
-                    serial(ceildiv(K, 64), step);
+                    serial(ceildiv(K, o.bk), step);
                   copy(acc, C.tile(by * o.bm, bx * o.bn));
                 });
 }
@@ -101,20 +104,7 @@ TEST(PlanTmaStores, GemmAccumulatorIsStoredInChunks) {
 // tiles, bk 32, 2 stages, bf16 C) takes the TMA store, so the GPU comparison runs it: one
 // chunk of 64 rows, and no wait before it (nothing used the buffers).
 TEST(PlanTmaStores, OneWarpgroupTileIsOneChunk) {
-  Dim M("M"), N("N"), K("K");
-  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
-  Kernel k = kernel("one", {A, B, C}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
-                    [&](Var bx, Var by) {
-                      Tile as = alloc_shared({64, 32}, bf16), bs = alloc_shared({32, 64}, bf16);
-                      Tile acc = alloc_fragment({64, 64}, f32);
-                      clear(acc);
-                      pipelined(ceildiv(K, 32), 2, [&](Var kk) {
-                        copy(A.tile(by * 64, kk * 32), as);
-                        copy(B.tile(kk * 32, bx * 64), bs);
-                        gemm(as, bs, acc);
-                      });
-                      copy(acc, C.tile(by * 64, bx * 64));
-                    });
+  Kernel k = gemm({.bm = 64, .bn = 64, .bk = 32, .stages = 2, .threads = 128});
   Planned p = plan(k, sm90());
   ASSERT_EQ(p.plan.stores.size(), 1u) << p.plan.store_note;
   EXPECT_EQ(p.plan.stores[0].box, (std::vector<int64_t>{64, 64}));
@@ -125,21 +115,7 @@ TEST(PlanTmaStores, OneWarpgroupTileIsOneChunk) {
 // A persistent kernel loops over tiles, so even a store's first chunks wait for the previous
 // tile's reads: five waits for four chunks.
 TEST(PlanTmaStores, PersistentStoresWaitBeforeEveryChunk) {
-  Dim M("M"), N("N"), K("K");
-  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
-  Kernel k = kernel("pers", {A, B, C}, grid(ceildiv(N, 256), ceildiv(M, 128)), threads(256),
-                    [&](Var bx, Var by) {
-                      annotate("persistent", "1");
-                      Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 256}, bf16);
-                      Tile acc = alloc_fragment({128, 256}, f32);
-                      clear(acc);
-                      pipelined(ceildiv(K, 64), 4, [&](Var kk) {
-                        copy(A.tile(by * 128, kk * 64), as);
-                        copy(B.tile(kk * 64, bx * 256), bs);
-                        gemm(as, bs, acc);
-                      });
-                      copy(acc, C.tile(by * 128, bx * 256));
-                    });
+  Kernel k = gemm({.persistent = true});
   Planned p = plan(k, sm90());
   ASSERT_EQ(p.plan.stores.size(), 1u) << p.plan.store_note;
   EXPECT_FALSE(p.plan.stores[0].first_use);
