@@ -158,17 +158,9 @@ uint64_t CudaKernel::even_rows(const std::vector<DeviceTensor>& args, uint64_t e
 
 namespace {
 
-/// Whether TMA can address tensor `t`: a 16-byte aligned base and row pitch (a view: unit
-/// innermost stride, outer strides 16-byte multiples below TMA's 2^40).
+/// Whether TMA can address tensor `t`: a 16-byte aligned base, and rows as tma_rows says.
 bool tma_addressable(const DeviceTensor& t) {
-  int64_t eb = dtype_bytes(t.dtype);
-  if (t.ptr % 16 != 0) return false;
-  if (t.strides.empty()) return t.shape.back() * eb % 16 == 0;
-  if (t.strides.back() != 1) return false;
-  for (size_t d = 0; d + 1 < t.strides.size(); ++d)
-    if (t.strides[d] <= 0 || t.strides[d] * eb % 16 != 0 || t.strides[d] * eb >= (int64_t{1} << 40))
-      return false;
-  return true;
+  return t.ptr % 16 == 0 && tma_rows({t.dtype, t.shape, t.strides});
 }
 
 } // namespace

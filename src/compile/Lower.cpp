@@ -228,20 +228,20 @@ uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args) 
   return m;
 }
 
+bool tma_rows(const ir::ArgDesc& a) {
+  const int64_t eb = dtype_bytes(a.dtype);
+  if (a.strides.empty()) return !a.shape.empty() && a.shape.back() * eb % 16 == 0;
+  if (a.strides.back() != 1) return false;
+  for (size_t d = 0; d + 1 < a.strides.size(); ++d)
+    if (a.strides[d] <= 0 || a.strides[d] * eb % 16 != 0 || a.strides[d] * eb >= (int64_t{1} << 40))
+      return false;
+  return true;
+}
+
 uint64_t tma_store_params(uint64_t candidates, const std::vector<ir::ArgDesc>& args) {
   uint64_t m = ~uint64_t{0};
-  for (size_t i = 0; i < args.size() && i < 64; ++i) {
-    if (!((candidates >> i) & 1)) continue;
-    const ir::ArgDesc& a = args[i];
-    const int64_t eb = dtype_bytes(a.dtype);
-    bool ok = !a.shape.empty() && a.shape.back() * eb % 16 == 0;
-    if (!a.strides.empty()) {
-      ok = a.strides.back() == 1;
-      for (size_t d = 0; ok && d + 1 < a.strides.size(); ++d)
-        ok = a.strides[d] > 0 && a.strides[d] * eb % 16 == 0;
-    }
-    if (!ok) m &= ~(uint64_t{1} << i);
-  }
+  for (size_t i = 0; i < args.size() && i < 64; ++i)
+    if (((candidates >> i) & 1) && !tma_rows(args[i])) m &= ~(uint64_t{1} << i);
   return m;
 }
 

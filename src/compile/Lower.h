@@ -14,8 +14,12 @@ LoweredKernel lower_kernel(const Kernel& k, const passes::Target& t);
 /// Of the parameters in `paired` (LoweredKernel::paired_params), those whose argument's rows
 /// hold an even number of adjacent elements (passes::Target::even_rows).
 uint64_t even_row_params(uint64_t paired, const std::vector<ir::ArgDesc>& args);
-/// Of the parameters in `candidates` (LoweredKernel::tma_store_candidates), those whose rows are
-/// 16-byte multiples, given aligned bases (passes::Target::tma_store_params; other bits set).
+/// Whether TMA can address a tensor shaped `a` from a 16-byte aligned base: its row pitch is a
+/// 16-byte multiple (a view: unit innermost stride, outer strides 16-byte multiples below
+/// TMA's 2^40 bytes).
+bool tma_rows(const ir::ArgDesc& a);
+/// Of the parameters in `candidates` (LoweredKernel::tma_store_candidates), those TMA can
+/// address given aligned bases (tma_rows; passes::Target::tma_store_params, other bits set).
 uint64_t tma_store_params(uint64_t candidates, const std::vector<ir::ArgDesc>& args);
 /// The variant a launch on contiguous tensors shaped like `args` (parameter order) takes, as
 /// CudaKernel picks it at launch: `t` with TMA, unless a tensor TMA would load has rows that

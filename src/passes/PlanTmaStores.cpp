@@ -87,8 +87,7 @@ std::string qualify(const ir::KernelNode& k, const LayoutInfo& layouts, const ir
   return "";
 }
 
-} // namespace
-
+/// The copies that qualify, ignoring shared memory (plan_tma_stores' first step).
 std::vector<TmaStore> find_tma_stores(const ir::KernelNode& k, const LayoutInfo& layouts,
                                       const PipelinePlan& plan, const Target& t,
                                       uint64_t* candidates, std::string* note) {
@@ -121,6 +120,8 @@ std::vector<TmaStore> find_tma_stores(const ir::KernelNode& k, const LayoutInfo&
   }
   return out;
 }
+
+} // namespace
 
 void plan_tma_stores(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t,
                      PipelinePlan& plan) {

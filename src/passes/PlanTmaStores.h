@@ -48,15 +48,10 @@ struct TmaStore {
   int64_t chunk_bytes() const { return rows * 128; }
 };
 
-/// The copies that qualify (rules above) on `plan`'s kernel, ignoring shared memory.
-/// `candidates` gets the bit of every parameter that would qualify on a launch allowing it
-/// (what a launch must check to choose its variant); `note` why the first other one did not.
-std::vector<TmaStore> find_tma_stores(const ir::KernelNode& k, const LayoutInfo& layouts,
-                                      const PipelinePlan& plan, const Target& t,
-                                      uint64_t* candidates, std::string* note);
-
-/// Sets plan.stores (find_tma_stores' copies, kept when their chunk buffers fit in shared
-/// memory beside everything else), plan.tma_store_candidates and plan.store_note.
+/// Sets plan.stores (the copies that qualify by the rules above, kept when their chunk buffers
+/// fit in shared memory beside everything else), plan.tma_store_candidates (every parameter
+/// that would qualify on a launch allowing it: what a launch checks to choose its variant) and
+/// plan.store_note (why the first other copy did not).
 void plan_tma_stores(const ir::KernelNode& k, const LayoutInfo& layouts, const Target& t,
                      PipelinePlan& plan);
 

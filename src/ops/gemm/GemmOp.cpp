@@ -86,11 +86,8 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
           // shapes (H100, 2026-12-06, p3, against cuBLASLt in each process: 8192^3 714 -> 761
           // TFLOP/s, 4096^3 758 -> 771; 4096 x 28672 x 4096 764 -> 744), so sm_90a's tuner
           // tries both. The schedule exists for TMA kernels only.
-          {"persistent",
-           hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-           "1: one block per SM loops over tiles (sm_90a TMA)",
-           0,
-           tma ? 1 : 0},
+          {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+           "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
           // Absent means 1 (neutral), so a release pinned before split-K still names its one
           // kernel. Knob values cannot depend on the shape, so the tuner tries these at every M;
           // no default splits yet (choose_split in GemmSplitK.cpp is the rule meant for M <= 64).

@@ -166,15 +166,17 @@ Config W4a16GemmOp::default_config(const Problem& p, const std::string& arch) co
   // K = 720, group = 72). Fewer stages, then half the rows, until the compiler's plan fits. The
   // decode tiles (sm_90a, M <= 64) are small enough at any step.
   if (arch == "cpu" || (arch.rfind("sm_90a", 0) == 0 && p.at("M") <= 64)) return c;
-  const int64_t limit = passes::Target::parse(arch).smem_limit();
+  const int64_t limit = passes::Target::parse(arch).smem_limit(), stages = c.at("stages");
+  // One plan a try: a default that fits (nearly every shape) costs one.
   auto fit = [&] {
-    while (c.at("stages") > 2 && estimate(p, c, arch).smem_bytes > limit)
+    bool fits;
+    while (!(fits = estimate(p, c, arch).smem_bytes <= limit) && c.at("stages") > 2)
       c["stages"] -= 1;
-    return estimate(p, c, arch).smem_bytes <= limit;
+    return fits;
   };
   if (!fit() && c.at("bm") > 64) {
     c["bm"] /= 2;
-    c["stages"] = w4a16::default_config(p, arch).at("stages");
+    c["stages"] = stages;
     fit();
   }
   return c;
