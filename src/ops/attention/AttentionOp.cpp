@@ -40,6 +40,9 @@ Kernel attention_kernel(const AttentionVariant& v, const Config& c) {
         // About one block per SM taking (query block, head, batch) tiles in launch order; the
         // next tile's Q and first K/V land while this one's output is written.
         if (c.count("persistent") && c.at("persistent") == 1) annotate("persistent", "1");
+        // The output leaves through shared memory and TMA where the compiler can
+        // (docs/schedules.md); tma_stores=0 keeps the stores from registers, to compare.
+        if (c.count("tma_stores") && c.at("tma_stores") == 0) annotate("tma_stores", "0");
         Tile Qs = alloc_shared({bm, D}, dt);
         Tile Ks = alloc_shared({bn, D}, dt);
         Tile Vs = alloc_shared({bn, D}, dt);
@@ -167,7 +170,16 @@ std::vector<Knob> AttentionOp::knobs(const std::string& arch) const {
           // The deferred second gemm (overlap=1) is the sm_90a default; it needs warp-specialized
           // TMA kernels.
           {"overlap", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-           "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0}};
+           "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0},
+          // Not searched: the compiler takes TMA stores wherever they fit; 0 is for side-by-side
+          // runs against the register stores.
+          {"tma_stores",
+           {1},
+           "0: the output is stored from registers; 1 (default): through shared memory and TMA "
+           "where it fits (sm_90a)",
+           0,
+           1,
+           1}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
@@ -241,6 +253,14 @@ Config AttentionOp::default_config(const Problem& p, const std::string& arch) co
   // D=256 (K/V tiles of 64 keys) stays per-tile with two stages: three do not fit in shared
   // memory with Q.
   const bool sm90 = arch == "sm_90a";
+  // D = 64: 192 query rows a block (three consumer warpgroups). The 128-row block's two
+  // gemms are too short to hide its softmax. On an H100 (device run q2, 2026-12-06) the
+  // 192-row block ran 3.5-14 % faster without a mask at every S from 512 to 16k, and causal
+  // from S = 2048 (1.6 % there, 12 % at 8k); causal at S <= 1024 it lost 9-12 %: its blocks
+  // straddle the diagonal more and fill fewer SMs.
+  if (sm90 && D == 64 && (p.get("causal", 0) == 0 || p.at("S") >= 2048))
+    return {{"bm", 192},      {"bn", 128},       {"stages", 3},
+            {"threads", 384}, {"persistent", 1}, {"overlap", 1}};
   if (sm90 && D <= 128)
     return {{"bm", 128},      {"bn", 128},       {"stages", 3},
             {"threads", 256}, {"persistent", 1}, {"overlap", 1}};
