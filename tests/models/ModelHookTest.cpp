@@ -32,16 +32,28 @@ TEST(ModelHook, ExactShapesKeepTheirConfigOthersBorrowTheNearest) {
       {gemm("M=4096,N=4096,K=4096,layout=nt"), cfg(128)},
       {gemm("M=4096,N=28672,K=4096,layout=nt"), cfg(192)},
       {gemm("M=4096,N=4096,K=14336,layout=nt"), cfg(256)},
-      {gemm("M=77,N=45,K=133,layout=nn"), cfg(16)}}; // another layout: never borrowed
+      {gemm("M=77,N=45,K=133,layout=nn"), cfg(16)}, // another layout: never borrowed
+      {gemm("M=1,N=4096,K=4096,layout=nt"), cfg(32)}};
   std::vector<std::string> notes;
   auto pins = model_pins(mine, piloted, {}, &notes);
   ASSERT_EQ(pins.size(), 5u);
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(pins[i].second, piloted[i].second) << i;
-  EXPECT_EQ(pins[4].first.at("N"), 128256); // the LM head borrows; N=28672 is nearest
-  EXPECT_EQ(pins[4].second, cfg(192));
+  // The LM head (one row: a decode GEMM, another kernel) borrows the decode shape's config,
+  // though N=28672's prefill shape is nearer in size.
+  EXPECT_EQ(pins[4].first.at("N"), 128256);
+  EXPECT_EQ(pins[4].second, cfg(32));
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("gemm.lm_head"), std::string::npos) << notes[0];
+
+  // Without a piloted decode shape it runs the fallback in both runs.
+  piloted.pop_back();
+  notes.clear();
+  pins = model_pins(mine, piloted, {}, &notes);
+  ASSERT_EQ(pins.size(), 4u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("gemm.lm_head"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("no piloted problem of its kind"), std::string::npos) << notes[0];
 }
 
 TEST(ModelHook, AProblemNearestAFrameworkRoutedShapeRunsTheFallback) {

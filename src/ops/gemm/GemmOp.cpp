@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops/ParseHelpers.h"
+#include "ops/gemm/GemmGemv.h"
 #include "ops/gemm/GemmSplitK.h"
 #include "passes/Target.h"
 #include "tilepilot/tilepilot.h"
@@ -97,6 +98,13 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
            "kernel)",
            1,
            splitk::kMaxSplits,
+           1},
+          // Not searched: a kernel for M = 1 and layout nt only, which the default picks there.
+          {"gemv",
+           {0},
+           "1: M = 1 (layout nt) as a matrix-vector product on the CUDA cores; bn rows of B a "
+           "block, bk a step (bm is not read)",
+           0,
            1}};
 }
 
@@ -188,9 +196,15 @@ Config fit_stages(const Operator& gemm, const Problem& p, Config c, const std::s
   return c;
 }
 
+Problem GemmOp::tuning_problem(const Problem& p) const {
+  Problem t = p;
+  t.shape["decode"] = p.at("M") <= kDecodeRows ? 1 : 0;
+  return t;
+}
+
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
   // Decode shapes (one block row) take split-K's rule: 64-row tiles, split to fill a wave.
-  if (arch == "sm_90a" && p.at("M") <= 64)
+  if (arch == "sm_90a" && p.at("M") <= kDecodeRows)
     return fit_stages(*this, p, splitk::split_config(splitk::choose_split(p, kSm90Sms)), arch);
   if (arch == "sm_90a") return sm90_default(*this, p);
   if (arch == "sm_80")
@@ -198,7 +212,7 @@ Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
   return {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}};
 }
 
-void GemmOp::validate(const Problem&, const Config& c) const {
+void GemmOp::validate(const Problem& p, const Config& c) const {
   // Every knob's domain is its Knob's (check_config); the compiler reports a tile that does
   // not fit in its own words. The one rule between knobs is said here in the knobs' words, so
   // a tuner space or a pinned config hears it before building.
@@ -207,11 +221,22 @@ void GemmOp::validate(const Problem&, const Config& c) const {
                                    (c.count("persistent") && c.at("persistent"))))
     user_error() << "gemm: splits=" << c.at("splits")
                  << " takes neither cluster=2 nor persistent=1; use splits=1 or leave them out";
+  if (gemv::gemv_of(c)) {
+    if (p.at("M") != 1 || p.options.at("layout") != "nt")
+      user_error() << "gemm: gemv=1 takes M=1 with layout=nt (got M=" << p.at("M")
+                   << ", layout=" << p.options.at("layout") << "); use gemv=0 for this shape";
+    if (splitk::splits_of(c) > 1 || (c.count("cluster") && c.at("cluster") > 1) ||
+        (c.count("persistent") && c.at("persistent")))
+      user_error() << "gemm: gemv=1 takes neither splits, cluster=2 nor persistent=1 (got "
+                   << config_str(c) << "); set splits=1, cluster=1 and persistent=0 with it (a "
+                   << "partial config takes the rest from the shape's default)";
+  }
 }
 
 Kernel GemmOp::build(const Problem& p, const Config& c) const {
   // With splits, the program's last step (the one that writes C), as Operator::build says.
   if (splitk::splits_of(c) > 1) return splitk::build_combine(p.dtype, c);
+  if (gemv::gemv_of(c)) return gemv::build_gemv(p.dtype, c);
   return gemm_kernel(p.dtype, p.options.at("layout"), c);
 }
 

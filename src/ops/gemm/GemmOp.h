@@ -21,6 +21,9 @@ bool fits_shared_memory(const Operator& gemm, const Problem& p, const Config& c,
 /// as large. Unchanged for bf16 and f16.
 Config fit_stages(const Operator& gemm, const Problem& p, Config c, const std::string& arch);
 
+/// Rows of C up to which the sm_90a default is split-K's decode kernel (one block row).
+constexpr int64_t kDecodeRows = 64;
+
 class GemmOp : public Operator {
 public:
   std::string name() const override { return "gemm"; }
@@ -58,6 +61,10 @@ public:
   std::unique_ptr<Framework> framework(const Problem& p, const FrameworkOptions& o) const override;
   void run_host_framework(const Problem& p, std::vector<HostTensor>& args) const override;
 
+  /// Decode shapes (M <= kDecodeRows) take another kernel (split-K's 64-row tiles): a tuning key says
+  /// which, and a model's decode GEMM never borrows a prefill shape's config (nor the reverse).
+  Problem tuning_problem(const Problem& p) const override;
+  std::set<std::string> exact_keys() const override { return {"decode"}; }
   Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const override;
   double score(const Problem& p, const Config& c, int sm_count) const override;
 };

@@ -1,0 +1,103 @@
+// gemm's GEMV path (gemv=1, ops/gemm/GemmGemv.h) on the CPU: it agrees with the fp64
+// reference on every element at odd shapes (N and K not multiples of the tile, one element,
+// K shorter than a step) in bf16, f16 and f32; its plan on sm_90a is a cp.async pipeline of
+// register fragments staged through shared memory, with no TMA and no producer warps; configs
+// it cannot run are user errors naming why.
+#include <gtest/gtest.h>
+
+#include "codegen/cuda/LoweredKernel.h"
+#include "compile/Lower.h"
+#include "ops/Check.h"
+#include "ops/gemm/GemmGemv.h"
+#include "ops/gemm/GemmOp.h"
+#include "tilepilot/tilepilot.h"
+
+using namespace tp;
+using namespace tp::ops;
+
+namespace {
+
+const Operator& op() {
+  return find_operator("gemm");
+}
+
+Problem problem(const std::string& shape, DType dt = DType::bf16) {
+  return op().parse(parse_kv(shape, "--shape"), dt);
+}
+
+Config gemv_config(int64_t bn, int64_t bk, int64_t stages) {
+  return {{"gemv", 1},        {"bm", 64},       {"bn", bn},   {"bk", bk},
+          {"stages", stages}, {"threads", 256}, {"splits", 1}};
+}
+
+} // namespace
+
+TEST(GemmGemv, AgreesWithFp64ReferenceOnEveryElementAtOddShapes) {
+  struct Case {
+    std::string shape;
+    DType dtype;
+    Config config;
+  };
+  const std::vector<Case> cases = {
+      {"M=1,N=77,K=333", DType::bf16, gemv_config(16, 256, 3)},  // tails in N and K
+      {"M=1,N=130,K=1000", DType::bf16, gemv_config(32, 128, 4)}, // K: 7 steps and a tail
+      {"M=1,N=1,K=1", DType::bf16, gemv_config(16, 256, 3)},     // one element
+      {"M=1,N=45,K=40", DType::f16, gemv_config(32, 256, 2)},    // K shorter than a step
+      {"M=1,N=64,K=512", DType::f32, gemv_config(16, 128, 3)},   // whole tiles, f32
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.shape + " " + dtype_name(k.dtype));
+    Problem p = problem(k.shape + ",layout=nt", k.dtype);
+    CheckOptions o;
+    o.config = k.config;
+    CheckResult r = check(op(), p, o);
+    EXPECT_TRUE(r.passed) << config_str(o.config) << ": " << r.first_bad;
+    EXPECT_EQ(r.checked, p.at("N"));
+  }
+}
+
+TEST(GemmGemv, Sm90PlanIsACpAsyncPipelineOfStagedFragments) {
+  Problem p = problem("M=1,N=4096,K=4096,layout=nt");
+  const Config c = gemv_config(16, 256, 3);
+  KernelProgram prog = checked_program(op(), p, c);
+  ASSERT_EQ(prog.steps.size(), 1u);
+  EXPECT_EQ(prog.steps[0].kernel->name, "gemv_nt");
+  cuda::LoweredKernel lk =
+      cuda::lower_kernel(prog.steps[0].kernel, passes::Target::parse("sm_90a"));
+  // B's 16 x 256 tile and A's 256-element slice (its 512 bytes in a 1024-aligned slot),
+  // staged in 3 buffers each, and nothing else: the fragments live in registers, and no TMA
+  // map or producer warpgroup is made.
+  EXPECT_EQ(lk.smem_bytes, 3 * (16 * 256 * 2 + 1024));
+  EXPECT_TRUE(lk.tmas.empty());
+  EXPECT_EQ(lk.block_threads, 256);
+  EXPECT_FALSE(lk.persistent);
+  // The grid: one block per 16 outputs.
+  EXPECT_EQ(op().grid(p, c), (std::array<int64_t, 3>{256, 1, 1}));
+}
+
+TEST(GemmGemv, ConfigsItCannotRunAreUserErrorsNamingWhy) {
+  auto rejected = [&](const std::string& shape, const Config& c, const std::string& word) {
+    try {
+      check_config(op(), problem(shape), c, "sm_90a");
+      ADD_FAILURE() << shape << " " << config_str(c) << " accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
+  };
+  const Config c = gemv_config(16, 256, 3);
+  rejected("M=2,N=64,K=64,layout=nt", c, "M=1 with layout=nt");
+  rejected("M=1,N=64,K=64,layout=nn", c, "M=1 with layout=nt");
+  rejected("M=1,N=64,K=64,layout=tn", c, "M=1 with layout=nt");
+  Config split = c;
+  split["splits"] = 4;
+  rejected("M=1,N=64,K=64,layout=nt", split, "splits");
+  Config persistent = c;
+  persistent["persistent"] = 1;
+  rejected("M=1,N=64,K=64,layout=nt", persistent, "persistent");
+  check_config(op(), problem("M=1,N=64,K=64,layout=nt"), c, "sm_90a");
+  // gemv=0 over the GEMV's config is a valid wgmma tile (bm = 64), as a partial config that
+  // turns it off gets.
+  Config off = gemv::gemv_config();
+  off["gemv"] = 0;
+  check_config(op(), problem("M=1,N=64,K=64,layout=nt"), off, "sm_90a");
+}
