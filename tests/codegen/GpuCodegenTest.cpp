@@ -35,6 +35,13 @@ std::vector<Case> cases() {
                             "M=256,N=512,K=256", "M=300,N=1000,K=520", "M=1024,N=1024,K=1024"})
         out.push_back({"gemm", s + ",layout=" + layout, t, ""});
     }
+  // The GEMV (the default at M = 1, layout nt): tails in N and K, K not 16-byte aligned (the
+  // serial loop), and a grid of several waves.
+  for (std::string s : {"M=1,N=4093,K=4100", "M=1,N=77,K=333", "M=1,N=20000,K=520"})
+    out.push_back({"gemm", s + ",layout=nt", DType::bf16,
+                   "gemv=1,bm=64,bn=16,bk=256,stages=4,threads=256,splits=1"});
+  out.push_back({"gemm", "M=1,N=300,K=1000,layout=nt", DType::f16,
+                 "gemv=1,bm=64,bn=32,bk=128,stages=3,threads=256,splits=1"});
   out.push_back(
       {"gemm", "M=512,N=512,K=512", DType::bf16, "bm=128,bn=128,bk=64,stages=3,threads=128"});
   out.push_back(

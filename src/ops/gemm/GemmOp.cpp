@@ -179,6 +179,22 @@ Config sm90_default(const Operator& gemm, const Problem& p) {
   return best;
 }
 
+/// sm_90a, M = 1 with B stored [N, K] (a framework Linear's weight), 2-byte operands: the GEMV
+/// (GemmGemv.h), unless its grid ends in a thin wave. Side by side on an H100 (device run q3,
+/// 2026-12-06, against the split-K default and cuBLASLt 13.1 in each process), its config
+/// was faster than the default at five of six shapes (N x K = 4096 x 4096: 0.0240 -> 0.0196 ms,
+/// 1.10x cuBLASLt; 6144 x 4096 1.04x; 4096 x 14336 1.04x; 28672 x 4096 1.02x; 128256 x 4096
+/// 1.06x) and slower at N = 14336 (0.0554 against 0.0529 ms): 896 blocks of 16 rows, where
+/// 396 run at once (72 registers x 256 threads let three blocks share an SM), end in a wave
+/// a quarter full. So: one wave or less, or waves at least 80 % full on average.
+bool use_gemv(const Problem& p) {
+  if (p.at("M") != 1 || p.options.at("layout") != "nt" || dtype_bytes(p.dtype) != 2) return false;
+  const Config c = gemv::gemv_config();
+  const double blocks = double((p.at("N") + c.at("bn") - 1) / c.at("bn"));
+  const double wave = 3.0 * kSm90Sms;
+  return blocks <= wave || blocks / (std::ceil(blocks / wave) * wave) >= 0.8;
+}
+
 } // namespace
 
 bool fits_shared_memory(const Operator& gemm, const Problem& p, const Config& c,
@@ -203,6 +219,7 @@ Problem GemmOp::tuning_problem(const Problem& p) const {
 }
 
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
+  if (arch == "sm_90a" && use_gemv(p)) return gemv::gemv_config();
   // Decode shapes (one block row) take split-K's rule: 64-row tiles, split to fill a wave.
   if (arch == "sm_90a" && p.at("M") <= kDecodeRows)
     return fit_stages(*this, p, splitk::split_config(splitk::choose_split(p, kSm90Sms)), arch);
