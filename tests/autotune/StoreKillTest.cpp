@@ -58,9 +58,9 @@ const ops::Operator& gemm() {
   return ops::find_operator("gemm");
 }
 
-const ops::Config kFast{{"bm", 128},    {"bn", 192},       {"bk", 64},
-                        {"stages", 3},  {"threads", 256},  {"swizzle", 8},
-                        {"cluster", 1}, {"persistent", 0}, {"splits", 1}, {"gemv", 0}};
+const ops::Config kFast{{"bm", 128},      {"bn", 192},    {"bk", 64},     {"stages", 3},
+                        {"threads", 256}, {"swizzle", 8}, {"cluster", 1}, {"persistent", 0},
+                        {"splits", 1},    {"gemv", 0}};
 
 Policy adaptive(const fs::path& dir) {
   auto fb = std::make_shared<FakeBackend>();

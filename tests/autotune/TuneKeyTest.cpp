@@ -100,6 +100,7 @@ TEST(TuneKey, JsonRoundTripAndIncompleteJson) {
   j.erase("driver");
   EXPECT_FALSE(TuneKey::from_json(j, &why));
   EXPECT_NE(why.find("not a tuning key"), std::string::npos) << why;
-  EXPECT_EQ(k.canonical(), "op=gemm|dtype=bf16|shape.K=512|shape.M=100|shape.N=256|shape.decode=0|"
-                           "opt.layout=nn|gpu=Fake H200 (test)|arch=sm_90a|sms=132|driver=13.0|tilepilot=0.1.0");
+  EXPECT_EQ(k.canonical(),
+            "op=gemm|dtype=bf16|shape.K=512|shape.M=100|shape.N=256|shape.decode=0|"
+            "opt.layout=nn|gpu=Fake H200 (test)|arch=sm_90a|sms=132|driver=13.0|tilepilot=0.1.0");
 }

@@ -39,11 +39,11 @@ TEST(GemmGemv, AgreesWithFp64ReferenceOnEveryElementAtOddShapes) {
     Config config;
   };
   const std::vector<Case> cases = {
-      {"M=1,N=77,K=333", DType::bf16, gemv_config(16, 256, 3)},  // tails in N and K
+      {"M=1,N=77,K=333", DType::bf16, gemv_config(16, 256, 3)},   // tails in N and K
       {"M=1,N=130,K=1000", DType::bf16, gemv_config(32, 128, 4)}, // K: 7 steps and a tail
-      {"M=1,N=1,K=1", DType::bf16, gemv_config(16, 256, 3)},     // one element
-      {"M=1,N=45,K=40", DType::f16, gemv_config(32, 256, 2)},    // K shorter than a step
-      {"M=1,N=64,K=512", DType::f32, gemv_config(16, 128, 3)},   // whole tiles, f32
+      {"M=1,N=1,K=1", DType::bf16, gemv_config(16, 256, 3)},      // one element
+      {"M=1,N=45,K=40", DType::f16, gemv_config(32, 256, 2)},     // K shorter than a step
+      {"M=1,N=64,K=512", DType::f32, gemv_config(16, 128, 3)},    // whole tiles, f32
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.shape + " " + dtype_name(k.dtype));

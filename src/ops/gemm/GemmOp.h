@@ -61,8 +61,9 @@ public:
   std::unique_ptr<Framework> framework(const Problem& p, const FrameworkOptions& o) const override;
   void run_host_framework(const Problem& p, std::vector<HostTensor>& args) const override;
 
-  /// Decode shapes (M <= kDecodeRows) take another kernel (split-K's 64-row tiles): a tuning key says
-  /// which, and a model's decode GEMM never borrows a prefill shape's config (nor the reverse).
+  /// Decode shapes (M <= kDecodeRows) take another kernel (split-K's 64-row tiles): a tuning key
+  /// says which, and a model's decode GEMM never borrows a prefill shape's config (nor the
+  /// reverse).
   Problem tuning_problem(const Problem& p) const override;
   std::set<std::string> exact_keys() const override { return {"decode"}; }
   Estimate estimate(const Problem& p, const Config& c, const std::string& arch) const override;
