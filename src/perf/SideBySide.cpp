@@ -5,6 +5,7 @@
 #include "ops/CudaCheck.h"
 #include "perf/OursKernel.h"
 #include "runtime/Driver.h"
+#include "tilepilot/device.h"
 #include "tilepilot/runtime.h"
 
 namespace tp::perf {
@@ -34,6 +35,7 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   ops::check_config(op, p, c, r.arch);
   r.config = c;
   r.flops = op.flops(p);
+  r.bytes = op.min_bytes(p);
   if (o.check_first) {
     ops::CheckOptions co;
     co.config = c;
@@ -56,6 +58,11 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   rt::TimingHarness h(o.timing);
   r.ours = h.time([&](CUstream s) { ours.launch(s); });
   if (ref) r.ref = h.time([&](CUstream s) { ref->run(dev.tensors, s); });
+  // 1 GiB (half read, half written) next to the problem's own tensors: where that does not
+  // fit, the yardstick stays unmeasured (null) rather than failing the bench.
+  if (o.copy_bandwidth) try {
+      r.copy_gbps = measure_copy_bandwidth();
+    } catch (const std::exception&) {}
   return r;
 }
 

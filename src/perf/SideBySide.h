@@ -17,17 +17,23 @@ struct SideBySideOptions {
   uint64_t seed = 3;       // inputs
   bool check_first = true; // check ours (fp64 reference, sampled) before timing it
   bool compile_timing = true;
+  /// Also time a device-to-device copy in the same process, the memory-bound yardstick
+  /// (SideBySide::copy_gbps).
+  bool copy_bandwidth = false;
 };
 
 struct SideBySide {
   std::string arch, device; // "sm_90a", "NVIDIA H200"
   ops::Config config;
   double flops = 0;
+  double bytes = 0; // Operator::min_bytes: every input read once, every output written once
   std::optional<ops::CheckResult> check; // when check_first
   std::optional<CompileReport> compile;  // when compile_timing
   std::optional<rt::Timing> ours;        // absent when the check failed
   std::string ref_name, ref_note;        // ref_note: why the reference is a stand-in, or absent
   std::optional<rt::Timing> ref;         // absent when no reference runs here (ref_note says why)
+  /// GB/s of a device-to-device copy timed in the same run (SideBySideOptions::copy_bandwidth).
+  std::optional<double> copy_gbps;
   /// ref median / ours median, when both were timed.
   std::optional<double> speedup() const;
 };

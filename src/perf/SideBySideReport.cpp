@@ -23,9 +23,11 @@ std::string phases_text(const std::vector<std::pair<std::string, double>>& phase
   return out;
 }
 
-std::string timing_text(const rt::Timing& t, double flops) {
-  return fmt::format("{:.4f} ms (IQR {:.4f}), {:.1f} TFLOP/s", t.median_ms, t.iqr_ms,
-                     rt::tflops(flops, t.median_ms));
+std::string timing_text(const rt::Timing& t, double flops, double bytes) {
+  std::string out = fmt::format("{:.4f} ms (IQR {:.4f}), {:.1f} TFLOP/s", t.median_ms, t.iqr_ms,
+                                rt::tflops(flops, t.median_ms));
+  if (bytes > 0) out += fmt::format(", {:.0f} GB/s", bytes / (t.median_ms * 1e6));
+  return out;
 }
 
 } // namespace
@@ -36,6 +38,9 @@ json to_json(const SideBySide& s, const ops::Problem& p, const rt::TimingOptions
   };
   auto tf = [&](const std::optional<rt::Timing>& t) {
     return t ? json(rt::tflops(s.flops, t->median_ms)) : json(nullptr);
+  };
+  auto gbps = [&](const std::optional<rt::Timing>& t) {
+    return t && s.bytes > 0 ? json(s.bytes / (t->median_ms * 1e6)) : json(nullptr);
   };
   auto speedup = s.speedup();
   json j = {{"op", p.op},
@@ -52,6 +57,10 @@ json to_json(const SideBySide& s, const ops::Problem& p, const rt::TimingOptions
             {"ref_ms_median", timed(s.ref, &rt::Timing::median_ms)},
             {"ref_ms_iqr", timed(s.ref, &rt::Timing::iqr_ms)},
             {"ref_tflops", tf(s.ref)},
+            {"bytes", s.bytes},
+            {"gbps", gbps(s.ours)},
+            {"ref_gbps", gbps(s.ref)},
+            {"copy_gbps", s.copy_gbps ? json(*s.copy_gbps) : json(nullptr)},
             {"speedup", speedup ? json(*speedup) : json(nullptr)},
             {"runs", o.runs},
             {"warmup", o.warmup},
@@ -86,10 +95,22 @@ std::string to_text(const SideBySide& s, const ops::Problem& p, const rt::Timing
                        s.compile->cold_ms, phases_text(s.compile->cold_phases_ms),
                        s.compile->warm_ms, phases_text(s.compile->warm_phases_ms),
                        s.compile->warm_cache_hit ? "; cache hit" : "; cache miss");
-  if (s.ours) out += "  ours: " + timing_text(*s.ours, s.flops) + "\n";
-  if (s.ref) out += "  " + s.ref_name + ": " + timing_text(*s.ref, s.flops) + "\n";
+  if (s.ours) out += "  ours: " + timing_text(*s.ours, s.flops, s.bytes) + "\n";
+  if (s.ref) out += "  " + s.ref_name + ": " + timing_text(*s.ref, s.flops, s.bytes) + "\n";
   if (!s.ref_note.empty())
     out += "  reference" + (s.ref_name.empty() ? "" : " " + s.ref_name) + ": " + s.ref_note + "\n";
+  if (s.copy_gbps && s.bytes > 0) {
+    std::string line = fmt::format("  memory: {:.1f} MB (inputs read once, outputs written once); "
+                                   "device-to-device copy {:.0f} GB/s in this run",
+                                   s.bytes / 1e6, *s.copy_gbps);
+    if (s.ours)
+      line += fmt::format("; ours {:.0f} % of it",
+                          100 * s.bytes / (s.ours->median_ms * 1e6) / *s.copy_gbps);
+    if (s.ref)
+      line += fmt::format(", {} {:.0f} %", s.ref_name,
+                          100 * s.bytes / (s.ref->median_ms * 1e6) / *s.copy_gbps);
+    out += line + "\n";
+  }
   if (auto sp = s.speedup())
     out += fmt::format("  speedup {:.3f}x (reference time / our time; {} runs each after {} "
                        "warm-up, same stream, L2 flushed before every run)\n",

@@ -54,6 +54,32 @@ TEST(SideBySideReport, JsonCarriesTheContractKeys) {
   EXPECT_FALSE(j.contains("ref_note"));
 }
 
+TEST(SideBySideReport, BytesGiveGbpsAgainstTheCopyMeasuredInTheRun) {
+  perf::SideBySide s = both_sides();
+  rt::TimingOptions o;
+  // Without min_bytes or a measured copy: nulls, and no memory line.
+  nlohmann::json j = perf::to_json(s, gemm_problem(), o);
+  EXPECT_TRUE(j["gbps"].is_null());
+  EXPECT_TRUE(j["copy_gbps"].is_null());
+  EXPECT_EQ(perf::to_text(s, gemm_problem(), o).find("memory:"), std::string::npos);
+  s.bytes = 3.0 * 4096 * 4096 * 2; // A and B read once, C written once
+  s.copy_gbps = 3000;
+  j = perf::to_json(s, gemm_problem(), o);
+  EXPECT_NEAR(j["gbps"].get<double>(), s.bytes / (0.215 * 1e6), 1e-6);
+  EXPECT_NEAR(j["ref_gbps"].get<double>(), s.bytes / (0.25 * 1e6), 1e-6);
+  EXPECT_EQ(j["copy_gbps"], 3000);
+  EXPECT_EQ(j["bytes"], s.bytes);
+  std::string text = perf::to_text(s, gemm_problem(), o);
+  // 100.7 MB in 0.215 ms = 468 GB/s, 16 % of the copy; cuBLASLt's 0.25 ms 403 GB/s, 13 %.
+  EXPECT_NE(text.find("ours: 0.2150 ms (IQR"), std::string::npos) << text;
+  EXPECT_NE(text.find(", 468 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory: 100.7 MB (inputs read once, outputs written once); "
+                      "device-to-device copy 3000 GB/s in this run; ours 16 % of it, "
+                      "cuBLASLt 13.1.0 13 %"),
+            std::string::npos)
+      << text;
+}
+
 TEST(SideBySideReport, MissingReferenceIsNullAndExplained) {
   perf::SideBySide s = both_sides();
   s.ref.reset();

@@ -121,6 +121,7 @@ void run_bench(const Args& a, int* rc) {
   o.timing.runs = a.runs;
   o.timing.warmup = a.warmup;
   o.seed = seed;
+  o.copy_bandwidth = true; // GB/s against the copy, for memory-bound operators and decode shapes
   perf::SideBySide s = perf::time_side_by_side(op, p, c, o);
   if (a.json) {
     nlohmann::json j = perf::to_json(s, p, o.timing);
