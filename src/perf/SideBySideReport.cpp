@@ -26,7 +26,7 @@ std::string phases_text(const std::vector<std::pair<std::string, double>>& phase
 std::string timing_text(const rt::Timing& t, double flops, double bytes) {
   std::string out = fmt::format("{:.4f} ms (IQR {:.4f}), {:.1f} TFLOP/s", t.median_ms, t.iqr_ms,
                                 rt::tflops(flops, t.median_ms));
-  if (bytes > 0) out += fmt::format(", {:.0f} GB/s", bytes / (t.median_ms * 1e6));
+  if (bytes > 0) out += fmt::format(", {:.0f} GB/s", rt::gb_per_s(bytes, t.median_ms));
   return out;
 }
 
@@ -40,7 +40,7 @@ json to_json(const SideBySide& s, const ops::Problem& p, const rt::TimingOptions
     return t ? json(rt::tflops(s.flops, t->median_ms)) : json(nullptr);
   };
   auto gbps = [&](const std::optional<rt::Timing>& t) {
-    return t && s.bytes > 0 ? json(s.bytes / (t->median_ms * 1e6)) : json(nullptr);
+    return t && s.bytes > 0 ? json(rt::gb_per_s(s.bytes, t->median_ms)) : json(nullptr);
   };
   auto speedup = s.speedup();
   json j = {{"op", p.op},
@@ -105,10 +105,10 @@ std::string to_text(const SideBySide& s, const ops::Problem& p, const rt::Timing
                                    s.bytes / 1e6, *s.copy_gbps);
     if (s.ours)
       line += fmt::format("; ours {:.0f} % of it",
-                          100 * s.bytes / (s.ours->median_ms * 1e6) / *s.copy_gbps);
+                          100 * rt::gb_per_s(s.bytes, s.ours->median_ms) / *s.copy_gbps);
     if (s.ref)
       line += fmt::format(", {} {:.0f} %", s.ref_name,
-                          100 * s.bytes / (s.ref->median_ms * 1e6) / *s.copy_gbps);
+                          100 * rt::gb_per_s(s.bytes, s.ref->median_ms) / *s.copy_gbps);
     out += line + "\n";
   }
   if (auto sp = s.speedup())

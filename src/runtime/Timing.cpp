@@ -45,6 +45,10 @@ double tflops(double flops, double ms) {
   return ms > 0 ? flops / (ms * 1e9) : 0;
 }
 
+double gb_per_s(double bytes, double ms) {
+  return ms > 0 ? bytes / (ms * 1e6) : 0;
+}
+
 TimingHarness::TimingHarness(TimingOptions options) : options_(checked(options)) {
   if (options_.flush_l2) flush_ = DeviceBuffer(options_.flush_bytes / 4 * 4);
 }

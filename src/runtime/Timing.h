@@ -34,6 +34,8 @@ Timing summarize(std::vector<double> samples_ms);
 
 /// flops / (ms * 1e9): TFLOP/s.
 double tflops(double flops, double ms);
+/// bytes / (ms * 1e6): GB/s.
+double gb_per_s(double bytes, double ms);
 
 class TimingHarness {
 public:

@@ -171,8 +171,9 @@ Config sm90_default(const Operator& gemm, const Problem& p) {
   // stored. Side by side on an H100 (device run q2, 2026-12-06, two runs each), this gained
   // 1.5-3.6 % at M >= 2048 (4096^3 759 -> 781 TFLOP/s) and was level at 8192^3; a single wave
   // (M = 1024, N = 4096: 128 tiles) lost 1 %, so it keeps one block per tile.
-  const double tiles = double((p.at("M") + 127) / 128) * double((p.at("N") + 255) / 256);
-  if (best.at("bm") == 128 && best.at("bn") == 256 && tiles >= 2 * sms) {
+  const int64_t bm = best.at("bm"), bn = best.at("bn");
+  const double tiles = double((p.at("M") + bm - 1) / bm) * double((p.at("N") + bn - 1) / bn);
+  if (bm == 128 && bn == 256 && tiles >= 2 * sms) {
     best["persistent"] = 1;
     best["swizzle"] = 16;
   }
