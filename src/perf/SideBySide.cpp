@@ -6,6 +6,7 @@
 #include "perf/OursKernel.h"
 #include "runtime/Driver.h"
 #include "tilepilot/device.h"
+#include "tilepilot/device_error.h"
 #include "tilepilot/runtime.h"
 
 namespace tp::perf {
@@ -60,9 +61,12 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   if (ref) r.ref = h.time([&](CUstream s) { ref->run(dev.tensors, s); });
   // 1 GiB (half read, half written) next to the problem's own tensors: where that does not
   // fit, the yardstick stays unmeasured (null) rather than failing the bench.
-  if (o.copy_bandwidth) try {
+  if (o.copy_bandwidth) {
+    try {
       r.copy_gbps = measure_copy_bandwidth();
-    } catch (const std::exception&) {}
+    } catch (const DeviceOutOfMemory&) {
+    }
+  }
   return r;
 }
 
