@@ -42,6 +42,11 @@ std::vector<Case> cases() {
                    "gemv=1,bm=64,bn=16,bk=256,stages=4,threads=256,splits=1"});
   out.push_back({"gemm", "M=1,N=300,K=1000,layout=nt", DType::f16,
                  "gemv=1,bm=64,bn=32,bk=128,stages=3,threads=256,splits=1"});
+  // Several rows a block, the last block row partly past M.
+  out.push_back({"gemm", "M=3,N=4093,K=4100,layout=nt", DType::bf16,
+                 "gemv=2,bm=64,bn=16,bk=256,stages=4,threads=256,splits=1"});
+  out.push_back({"gemm", "M=7,N=1000,K=520,layout=nt", DType::bf16,
+                 "gemv=4,bm=64,bn=16,bk=128,stages=4,threads=256,splits=1"});
   out.push_back(
       {"gemm", "M=512,N=512,K=512", DType::bf16, "bm=128,bn=128,bk=64,stages=3,threads=128"});
   out.push_back(

@@ -25,8 +25,8 @@ Problem problem(const std::string& shape, DType dt = DType::bf16) {
   return op().parse(parse_kv(shape, "--shape"), dt);
 }
 
-Config gemv_config(int64_t bn, int64_t bk, int64_t stages) {
-  return {{"gemv", 1},        {"bm", 64},       {"bn", bn},   {"bk", bk},
+Config gemv_config(int64_t bn, int64_t bk, int64_t stages, int64_t rows = 1) {
+  return {{"gemv", rows},     {"bm", 64},       {"bn", bn},   {"bk", bk},
           {"stages", stages}, {"threads", 256}, {"splits", 1}};
 }
 
@@ -44,6 +44,11 @@ TEST(GemmGemv, AgreesWithFp64ReferenceOnEveryElementAtOddShapes) {
       {"M=1,N=1,K=1", DType::bf16, gemv_config(16, 256, 3)},      // one element
       {"M=1,N=45,K=40", DType::f16, gemv_config(32, 256, 2)},     // K shorter than a step
       {"M=1,N=64,K=512", DType::f32, gemv_config(16, 128, 3)},    // whole tiles, f32
+      // Several rows a block: the last block row partly past M, rows of one block, and more
+      // rows than M (the rest read zeros and are not stored).
+      {"M=3,N=77,K=333", DType::bf16, gemv_config(16, 256, 3, 2)},
+      {"M=4,N=130,K=1000", DType::bf16, gemv_config(32, 128, 4, 4)},
+      {"M=5,N=45,K=40", DType::f16, gemv_config(16, 128, 2, 8)},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.shape + " " + dtype_name(k.dtype));
@@ -52,7 +57,7 @@ TEST(GemmGemv, AgreesWithFp64ReferenceOnEveryElementAtOddShapes) {
     o.config = k.config;
     CheckResult r = check(op(), p, o);
     EXPECT_TRUE(r.passed) << config_str(o.config) << ": " << r.first_bad;
-    EXPECT_EQ(r.checked, p.at("N"));
+    EXPECT_EQ(r.checked, p.at("M") * p.at("N"));
   }
 }
 
@@ -61,7 +66,7 @@ TEST(GemmGemv, Sm90PlanIsACpAsyncPipelineOfStagedFragments) {
   const Config c = gemv_config(16, 256, 3);
   KernelProgram prog = checked_program(op(), p, c);
   ASSERT_EQ(prog.steps.size(), 1u);
-  EXPECT_EQ(prog.steps[0].kernel->name, "gemv_nt");
+  EXPECT_EQ(prog.steps[0].kernel->name, "gemv_nt_r1");
   cuda::LoweredKernel lk =
       cuda::lower_kernel(prog.steps[0].kernel, passes::Target::parse("sm_90a"));
   // B's 16 x 256 tile and A's 256-element slice (its 512 bytes in a 1024-aligned slot),
@@ -73,6 +78,13 @@ TEST(GemmGemv, Sm90PlanIsACpAsyncPipelineOfStagedFragments) {
   EXPECT_FALSE(lk.persistent);
   // The grid: one block per 16 outputs.
   EXPECT_EQ(op().grid(p, c), (std::array<int64_t, 3>{256, 1, 1}));
+  // With two rows a block: a block row per two rows of A, one staged slice of A per row.
+  Problem p5 = problem("M=5,N=4096,K=4096,layout=nt");
+  const Config c2 = gemv_config(16, 256, 3, 2);
+  EXPECT_EQ(op().grid(p5, c2), (std::array<int64_t, 3>{256, 3, 1}));
+  cuda::LoweredKernel lk2 = cuda::lower_kernel(checked_program(op(), p5, c2).steps[0].kernel,
+                                               passes::Target::parse("sm_90a"));
+  EXPECT_EQ(lk2.smem_bytes, 3 * (16 * 256 * 2 + 2 * 1024));
 }
 
 TEST(GemmGemv, ConfigsItCannotRunAreUserErrorsNamingWhy) {
@@ -85,9 +97,10 @@ TEST(GemmGemv, ConfigsItCannotRunAreUserErrorsNamingWhy) {
     }
   };
   const Config c = gemv_config(16, 256, 3);
-  rejected("M=2,N=64,K=64,layout=nt", c, "M=1 with layout=nt");
-  rejected("M=1,N=64,K=64,layout=nn", c, "M=1 with layout=nt");
-  rejected("M=1,N=64,K=64,layout=tn", c, "M=1 with layout=nt");
+  rejected("M=1,N=64,K=64,layout=nn", c, "takes layout=nt");
+  rejected("M=4,N=64,K=64,layout=tn", gemv_config(16, 256, 3, 4), "takes layout=nt");
+  Config too_many = gemv_config(16, 256, 3, gemv::kMaxRows + 1);
+  rejected("M=1,N=64,K=64,layout=nt", too_many, "gemv");
   Config split = c;
   split["splits"] = 4;
   rejected("M=1,N=64,K=64,layout=nt", split, "splits");
@@ -95,6 +108,7 @@ TEST(GemmGemv, ConfigsItCannotRunAreUserErrorsNamingWhy) {
   persistent["persistent"] = 1;
   rejected("M=1,N=64,K=64,layout=nt", persistent, "persistent");
   check_config(op(), problem("M=1,N=64,K=64,layout=nt"), c, "sm_90a");
+  check_config(op(), problem("M=9,N=64,K=64,layout=nt"), gemv_config(16, 256, 3, 4), "sm_90a");
   // gemv=0 over the GEMV's config is a valid wgmma tile (bm = 64), as a partial config that
   // turns it off gets.
   Config off = gemv::gemv_config();

@@ -31,7 +31,7 @@ std::vector<std::string> default_shapes() {
   std::vector<std::string> out;
   for (const char* layout : {"nt", "nn", "tn"})
     for (const char* mnk :
-         {"M=1,N=4096,K=4096", "M=7,N=6144,K=4096", "M=16,N=4096,K=4096", "M=1,N=1024,K=4096"})
+         {"M=17,N=4096,K=4096", "M=48,N=2048,K=4096", "M=64,N=4096,K=4096", "M=20,N=1024,K=4096"})
       out.push_back(std::string(mnk) + ",layout=" + layout);
   return out;
 }

@@ -171,13 +171,13 @@ TEST(GemmSplitKProgram, SplitsMakeTwoStepsThroughOneIntermediate) {
 }
 
 TEST(GemmSplitKProgram, CheckPassesOnTheInterpreterWithTheDefaultSplit) {
-  // M = 1, N = 4096, K = 4096 with the split choose_split makes for it runs the two kernels (the
-  // decode shape), as do the odd ones with forced splits.
+  // M = 20, N = 1024, K = 1024 with the split choose_split makes for it runs the two kernels
+  // (a decode shape), as do the odd ones with forced splits.
   struct Case {
     std::string shape;
     int64_t splits; // 0: choose_split's
   };
-  for (const Case& k : std::vector<Case>{{"M=1,N=4096,K=4096,layout=nt", 0},
+  for (const Case& k : std::vector<Case>{{"M=20,N=1024,K=1024,layout=nt", 0},
                                          {"M=7,N=130,K=1000,layout=nn", 4},
                                          {"M=3,N=45,K=133,layout=tn", 5}}) {
     Problem p = problem(k.shape);
@@ -198,7 +198,7 @@ TEST(GemmSplitKProgram, CheckPassesOnTheInterpreterWithTheDefaultSplit) {
 }
 
 TEST(GemmSplitKConfig, BadSplitsAreAUserErrorNamingTheKnob) {
-  Problem p = problem("M=1,N=4096,K=4096,layout=nt");
+  Problem p = problem("M=32,N=4096,K=4096,layout=nt");
   Config c = splitk::split_config(splitk::choose_split(p, 132));
   auto rejected = [&](const Config& bad, const std::string& word) {
     try {
@@ -233,29 +233,34 @@ splitk::SplitChoice choice(const std::string& shape) {
   return splitk::choose_split(problem(shape), kH200Sms);
 }
 
+TEST(GemmSplitKDefault, AtSixteenRowsOrFewerTheTilesRunUnsplit) {
+  // The H100's side-by-side search (run r2): unsplit at every M <= 16 shape, 96 columns where
+  // ceil(N / 96) tiles fit one wave, else 128.
+  for (const char* shape :
+       {"M=1,N=4096,K=4096", "M=7,N=6144,K=4096", "M=16,N=4096,K=14336", "M=2,N=1024,K=4096"}) {
+    splitk::SplitChoice s = choice(shape);
+    EXPECT_EQ(s.bn, 96) << shape;
+    EXPECT_EQ(s.splits, 1) << shape;
+  }
+  splitk::SplitChoice wide = choice("M=8,N=14336,K=4096"); // 150 tiles of 96 > 132
+  EXPECT_EQ(wide.bn, 128);
+  EXPECT_EQ(wide.splits, 1);
+}
+
 TEST(GemmSplitKDefault, TheMeasuredDecodeShapesSplitToFillTheSms) {
-  // M=1, N=4096: 32 tiles of 128 columns, 4 splits of 16 K steps: 128 blocks, one wave (0.78x
-  // cuBLASLt on the H200 against the unsplit default's 0.47x).
-  splitk::SplitChoice a = choice("M=1,N=4096,K=4096");
-  EXPECT_EQ(a.bn, 128);
-  EXPECT_EQ(a.splits, 4);
-  // M=7, N=6144: 48 tiles of 128, 2 splits: 96 blocks (3 would be 144, past one wave).
-  splitk::SplitChoice b = choice("M=7,N=6144,K=4096");
-  EXPECT_EQ(b.bn, 128);
-  EXPECT_EQ(b.splits, 2);
   // M=32, N=4096: 64 tiles of 64 columns (more rows: 64 wide ran faster), 2 splits.
   splitk::SplitChoice c = choice("M=32,N=4096,K=4096");
   EXPECT_EQ(c.bn, 64);
   EXPECT_EQ(c.splits, 2);
-  // Small N: 8 tiles of 128 could take 16 splits; the rule stops at 4.
-  splitk::SplitChoice d = choice("M=1,N=1024,K=4096");
-  EXPECT_EQ(d.bn, 128);
+  // Small N: 16 tiles of 64 could take 8 splits; the rule stops at 4.
+  splitk::SplitChoice d = choice("M=32,N=1024,K=4096");
+  EXPECT_EQ(d.bn, 64);
   EXPECT_EQ(d.splits, 4);
-  // A long K keeps 4 splits of 56 K steps.
-  EXPECT_EQ(choice("M=1,N=4096,K=14336").splits, 4);
+  // A long K keeps 2 splits of 112 K steps.
+  EXPECT_EQ(choice("M=32,N=4096,K=14336").splits, 2);
   // 12 K steps: one split of 8 would leave 4 for the other; 8 steps at least, so 1 split.
-  EXPECT_EQ(choice("M=1,N=4096,K=768").splits, 1);
-  EXPECT_EQ(choice("M=1,N=4096,K=1024").splits, 2); // 16 K steps: two splits of 8
+  EXPECT_EQ(choice("M=32,N=4096,K=768").splits, 1);
+  EXPECT_EQ(choice("M=32,N=4096,K=1024").splits, 2); // 16 K steps: two splits of 8
 }
 
 TEST(GemmSplitKDefault, NoSplitWhereItCannotPay) {
@@ -286,7 +291,7 @@ TEST(GemmSplitKDefault, EverySplitKeepsEightKStepsAndNoneIsEmpty) {
         const int64_t nk = (K + 63) / 64, per = (nk + s.splits - 1) / s.splits;
         EXPECT_GE(s.splits, 1);
         EXPECT_LE(s.splits, 4);
-        EXPECT_TRUE(s.bn == 64 || s.bn == 128) << s.bn;
+        EXPECT_TRUE(s.bn == 64 || s.bn == 96 || s.bn == 128) << s.bn;
         // The operator's sm_90a default at one block row is the choice's config, valid.
         Config c = op().default_config(p, "sm_90a");
         EXPECT_EQ(c, splitk::split_config(s));

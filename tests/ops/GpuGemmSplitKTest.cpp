@@ -33,12 +33,15 @@ void PrintTo(const Case& c, std::ostream* os) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
+  // choose_split splits above 16 rows (M <= 16 runs unsplit); below, the forced splits.
   for (const char* layout : {"nt", "nn", "tn"})
-    for (const char* m : {"1", "7", "16"})
+    for (const char* m : {"17", "32", "64"})
       out.push_back({std::string("M=") + m + ",N=4096,K=4096,layout=" + layout, 0});
-  out.push_back({"M=7,N=6144,K=4096,layout=nt", 0});
-  out.push_back({"M=1,N=1024,K=4096,layout=nt", 0});
-  out.push_back({"M=16,N=4096,K=4096,layout=nt", 0, DType::f16});
+  out.push_back({"M=40,N=2048,K=4096,layout=nt", 0});
+  out.push_back({"M=20,N=1024,K=4096,layout=nt", 0});
+  out.push_back({"M=32,N=4096,K=4096,layout=nt", 0, DType::f16});
+  for (const char* m : {"1", "7", "16"})
+    out.push_back({std::string("M=") + m + ",N=4096,K=4096,layout=nt", 4});
   for (const char* layout : {"nt", "nn", "tn"})
     for (int64_t s : {2, 3, 5}) {
       out.push_back({std::string("M=7,N=130,K=1000,layout=") + layout, s});

@@ -122,10 +122,13 @@ std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std:
 std::map<std::string, Grid> grids() {
   // gemm sm_90a: a wave-efficiency score over six tiles of 64..256 in M and N (K up to 4096, so
   // that a default splitting K at small M would be reached).
-  std::vector<std::string> mn = {"1",    "8",    "63",   "64",   "65",   "72",   "127",  "128",
-                                 "129",  "136",  "192",  "200",  "256",  "264",  "320",  "384",
-                                 "512",  "640",  "768",  "1024", "1152", "1536", "2048", "2816",
-                                 "3072", "4096", "6144", "8192", "16384"};
+  std::vector<std::string> mn = {"1", "8", "63", "64", "65", "72", "127", "128", "129", "136",
+                                 "192", "200", "256", "264", "320", "384", "512", "640", "768",
+                                 "1024", "1152", "1536", "2048", "2816", "3072", "4096", "6144",
+                                 "8192", "16384",
+                                 // odd widths where the large tiles are chosen: rows that are
+                                 // not 16-byte aligned (notma, register stores of C)
+                                 "1671", "2807", "14330"};
   // rmsnorm: threads round H / 8 up to 32 between 128 and 1024, steps at H = 256 k + 8.
   std::vector<std::string> rms_h = {"1", "7", "8", "1000", "1001", "16384"};
   for (int64_t k = 1; k <= 33; ++k)

@@ -1,37 +1,57 @@
 // GEMV for one-row decode GEMMs (see GemmGemv.h).
 #include "ops/gemm/GemmGemv.h"
 
+#include <vector>
+
 #include "tilepilot/tilepilot.h"
 
 namespace tp::ops::gemv {
 
 bool gemv_of(const Config& c) {
+  return rows_of(c) > 0;
+}
+
+int64_t rows_of(const Config& c) {
   auto it = c.find("gemv");
-  return it != c.end() && it->second == 1;
+  return it == c.end() ? 0 : it->second;
 }
 
 Kernel build_gemv(DType dtype, const Config& c) {
-  const int64_t bn = c.at("bn"), bk = c.at("bk");
+  const int64_t bn = c.at("bn"), bk = c.at("bk"), rows = rows_of(c);
   const int stages = static_cast<int>(c.at("stages"));
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, dtype), B("B", {N, K}, dtype), C("C", {M, N}, dtype);
-  auto body = [&](Var bx) {
-    Tile b = alloc_fragment({bn, bk}, f32), x = alloc_fragment({bk}, f32);
-    Tile part = alloc_fragment({bn, bk}, f32), y = alloc_fragment({bn}, f32);
-    clear(part);
+  auto body = [&](Var bx, Var by) {
+    // One set of tiles per row of A the block owns: each B element loaded is used `rows` times.
+    // Rows past M read zeros (a copy's edge) and are not stored.
+    Tile b = alloc_fragment({bn, bk}, f32);
+    std::vector<Tile> x, part, y;
+    for (int64_t r = 0; r < rows; ++r) {
+      x.push_back(alloc_fragment({bk}, f32));
+      part.push_back(alloc_fragment({bn, bk}, f32));
+      y.push_back(alloc_fragment({bn}, f32));
+      clear(part.back());
+    }
     // The tiles are staged through shared memory `stages - 1` steps ahead where B's rows are
     // 16-byte aligned; elsewhere the loop runs serially (docs/schedules.md).
     Schedule schedule{.stages = stages, .copies = Schedule::Copies::cp_async};
     pipelined(ceildiv(K, bk), schedule, [&](Var k) {
       copy(B.tile(bx * bn, k * bk), b);
-      copy(A.tile(0, k * bk), x);
-      parallel({bn, bk}, [&](Var i, Var j) { part(i, j) = part(i, j) + b(i, j) * x(j); });
+      for (int64_t r = 0; r < rows; ++r)
+        copy(A.tile(by * rows + r, k * bk), x[r]);
+      parallel({bn, bk}, [&](Var i, Var j) {
+        for (int64_t r = 0; r < rows; ++r)
+          part[r](i, j) = part[r](i, j) + b(i, j) * x[r](j);
+      });
     });
-    reduce_sum(part, y, 1);
-    copy(y, C.tile(0, bx * bn));
+    for (int64_t r = 0; r < rows; ++r) {
+      reduce_sum(part[r], y[r], 1);
+      copy(y[r], C.tile(by * rows + r, bx * bn));
+    }
   };
-  return kernel("gemv_nt", {A, B, C}, grid(ceildiv(N, bn)),
-                threads(static_cast<int>(c.at("threads"))), body);
+  return kernel("gemv_nt_r" + std::to_string(rows), {A, B, C},
+                grid(ceildiv(N, bn), ceildiv(M, rows)), threads(static_cast<int>(c.at("threads"))),
+                body);
 }
 
 Config gemv_config() {

@@ -1,12 +1,14 @@
-// GEMV for decode GEMMs of one row: C[0, :] = A[0, :] . B^T with B stored [N, K] (layout nt,
-// a framework Linear's weight), on the CUDA cores. A wgmma tile of 64 rows spends 63 of them
-// on nothing at M = 1; the cost is reading B once, so the kernel is a matrix-vector product
-// whose only aim is B's bandwidth: each block owns `bn` rows of B (outputs), walks K in steps
-// of `bk` through a `stages`-deep cp.async pipeline, multiplies each B tile by the matching
-// slice of A's row into per-element partials, and reduces them along K once at the end.
+// GEMV for decode GEMMs of a few rows: C = A . B^T with B stored [N, K] (layout nt, a framework
+// Linear's weight), on the CUDA cores. A wgmma tile of 64 rows spends most of them on nothing
+// at M <= 8; the cost is reading B once, so the kernel is a matrix-vector product whose only
+// aim is B's bandwidth: each block owns `bn` rows of B (outputs) and `gemv` rows of A, walks K
+// in steps of `bk` through a `stages`-deep cp.async pipeline, multiplies each B tile by the
+// matching slices of its A rows into per-element partials (each B element loaded serves every
+// row), and reduces them along K once at the end.
 //
-// Knob gemv=1 selects it (GemmOp::build); bn, bk, stages and threads are its own, bm is not
-// read. It takes M = 1 and layout nt only (GemmOp::validate says so otherwise).
+// Knob gemv=R (R >= 1 rows a block) selects it (GemmOp::build); bn, bk, stages and threads are
+// its own, bm is not read. Layout nt only (GemmOp::validate says so otherwise). B is read
+// ceil(M / R) times, so it pays only where M <= R.
 #pragma once
 #include <string>
 
@@ -14,9 +16,14 @@
 
 namespace tp::ops::gemv {
 
-/// The config's `gemv`: 0 when absent.
+/// The most rows of A a block takes: each row holds bn x bk / threads partials per thread.
+constexpr int64_t kMaxRows = 16;
+
+/// Whether the config selects the GEMV (gemv >= 1).
 bool gemv_of(const Config& c);
-/// The kernel: parameters A [1, K], B [N, K], C [1, N]; grid ceil(N / bn).
+/// The config's `gemv`: rows of A (and of C) a block computes; 0 when absent.
+int64_t rows_of(const Config& c);
+/// The kernel: parameters A [M, K], B [N, K], C [M, N]; grid ceil(N / bn) x ceil(M / rows).
 Kernel build_gemv(DType dtype, const Config& c);
 /// The sm_90a config for M = 1, layout nt.
 Config gemv_config();

@@ -6,6 +6,7 @@
 
 #include "ops/ParseHelpers.h"
 #include "ops/gemm/GemmGemv.h"
+#include "ops/gemm/GemmPadK.h"
 #include "ops/gemm/GemmSplitK.h"
 #include "passes/Target.h"
 #include "tilepilot/tilepilot.h"
@@ -99,11 +100,20 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
            1,
            splitk::kMaxSplits,
            1},
-          // Not searched: a kernel for M = 1 and layout nt only, which the default picks there.
+          // Not searched: a kernel for decode rows and layout nt only, which the default picks
+          // there.
           {"gemv",
            {0},
-           "1: M = 1 (layout nt) as a matrix-vector product on the CUDA cores; bn rows of B a "
-           "block, bk a step (bm is not read)",
+           "R >= 1: layout nt as a matrix-vector product on the CUDA cores, R rows of A a block "
+           "(B is read ceil(M / R) times); bn rows of B a block, bk a step (bm is not read)",
+           0,
+           gemv::kMaxRows},
+          // Not searched: it depends on the shape alone, and the default sets it where it
+          // applies.
+          {"pad_k",
+           {0},
+           "1: where K leaves operand rows not 16-byte aligned, a first kernel copies the "
+           "operands with K padded by zeros, so the TMA kernel runs (no effect elsewhere)",
            0,
            1}};
 }
@@ -180,20 +190,26 @@ Config sm90_default(const Operator& gemm, const Problem& p) {
   return best;
 }
 
-/// sm_90a, M = 1 with B stored [N, K] (a framework Linear's weight), 2-byte operands: the GEMV
-/// (GemmGemv.h), unless its grid ends in a thin wave. Side by side on an H100 (device run q3,
-/// 2026-12-06, against the split-K default and cuBLASLt 13.1 in each process), its config
-/// was faster than the default at five of six shapes (N x K = 4096 x 4096: 0.0240 -> 0.0196 ms,
-/// 1.10x cuBLASLt; 6144 x 4096 1.04x; 4096 x 14336 1.04x; 28672 x 4096 1.02x; 128256 x 4096
-/// 1.06x) and slower at N = 14336 (0.0554 against 0.0529 ms): 896 blocks of 16 rows, where
-/// 396 run at once (72 registers x 256 threads let three blocks share an SM), end in a wave
-/// a quarter full. So: one wave or less, or waves at least 80 % full on average.
-bool use_gemv(const Problem& p) {
-  if (p.at("M") != 1 || p.options.at("layout") != "nt" || dtype_bytes(p.dtype) != 2) return false;
-  const Config c = gemv::gemv_config();
+/// sm_90a, M <= 2 with B stored [N, K] (a framework Linear's weight), 2-byte operands: the GEMV
+/// (GemmGemv.h) with one block row of M rows, unless its grid ends in a thin wave. Side by side
+/// on an H100 (device run q3, 2026-12-06, against the split-K default and cuBLASLt 13.1 in each
+/// process), at M = 1 its config was faster than the default at five of six shapes (N x K =
+/// 4096 x 4096: 0.0240 -> 0.0196 ms, 1.10x cuBLASLt; 6144 x 4096 1.04x; 4096 x 14336 1.04x;
+/// 28672 x 4096 1.02x; 128256 x 4096 1.06x) and slower at N = 14336 (0.0554 against 0.0529 ms):
+/// 896 blocks of 16 rows, where 396 run at once (72 registers x 256 threads let three blocks
+/// share an SM), end in a wave a quarter full. So: one wave or less, or waves at least 80 %
+/// full on average. At M = 2 (run r1, H100), two rows a block ran 4096 x 4096 in 0.0200 ms
+/// against split-K's 0.0238 and cuBLASLt's 0.0218; ptxas gives it 96 registers, two blocks an
+/// SM. Four rows and more ran slower than split-K (150 registers and up, one block an SM).
+Config gemv_default(const Problem& p) {
+  const int64_t M = p.at("M");
+  if (M > 2 || p.options.at("layout") != "nt" || dtype_bytes(p.dtype) != 2) return {};
+  Config c = gemv::gemv_config();
+  c["gemv"] = M;
   const double blocks = double((p.at("N") + c.at("bn") - 1) / c.at("bn"));
-  const double wave = 3.0 * kSm90Sms;
-  return blocks <= wave || blocks / (std::ceil(blocks / wave) * wave) >= 0.8;
+  const double wave = (M == 1 ? 3.0 : 2.0) * kSm90Sms;
+  if (blocks <= wave || blocks / (std::ceil(blocks / wave) * wave) >= 0.8) return c;
+  return {};
 }
 
 } // namespace
@@ -220,11 +236,18 @@ Problem GemmOp::tuning_problem(const Problem& p) const {
 }
 
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
-  if (arch == "sm_90a" && use_gemv(p)) return gemv::gemv_config();
+  if (arch == "sm_90a") {
+    Config c = gemv_default(p);
+    if (!c.empty()) return c;
+  }
   // Decode shapes (one block row) take split-K's rule: 64-row tiles, split to fill a wave.
   if (arch == "sm_90a" && p.at("M") <= kDecodeRows)
     return fit_stages(*this, p, splitk::split_config(splitk::choose_split(p, kSm90Sms)), arch);
-  if (arch == "sm_90a") return sm90_default(*this, p);
+  if (arch == "sm_90a") {
+    Config c = sm90_default(*this, p);
+    if (padk::pads(p)) c["pad_k"] = 1;
+    return c;
+  }
   if (arch == "sm_80")
     return {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"stages", 3}, {"threads", 128}};
   return {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"stages", 2}, {"threads", 128}};
@@ -240,13 +263,15 @@ void GemmOp::validate(const Problem& p, const Config& c) const {
     user_error() << "gemm: splits=" << c.at("splits")
                  << " takes neither cluster=2 nor persistent=1; use splits=1 or leave them out";
   if (gemv::gemv_of(c)) {
-    if (p.at("M") != 1 || p.options.at("layout") != "nt")
-      user_error() << "gemm: gemv=1 takes M=1 with layout=nt (got M=" << p.at("M")
-                   << ", layout=" << p.options.at("layout") << "); use gemv=0 for this shape";
+    if (p.options.at("layout") != "nt")
+      user_error() << "gemm: gemv=" << c.at("gemv")
+                   << " takes layout=nt (got layout=" << p.options.at("layout")
+                   << "); use gemv=0 for this shape";
     if (splitk::splits_of(c) > 1 || (c.count("cluster") && c.at("cluster") > 1) ||
         (c.count("persistent") && c.at("persistent")))
-      user_error() << "gemm: gemv=1 takes neither splits, cluster=2 nor persistent=1 (got "
-                   << config_str(c) << "); set splits=1, cluster=1 and persistent=0 with it (a "
+      user_error() << "gemm: gemv=" << c.at("gemv")
+                   << " takes neither splits, cluster=2 nor persistent=1 (got " << config_str(c)
+                   << "); set splits=1, cluster=1 and persistent=0 with it (a "
                    << "partial config takes the rest from the shape's default)";
   }
 }
@@ -259,12 +284,26 @@ Kernel GemmOp::build(const Problem& p, const Config& c) const {
 }
 
 KernelProgram GemmOp::program(const Problem& p, const Config& c) const {
-  if (splitk::splits_of(c) <= 1) return Operator::program(p, c);
-  // Call arguments A 0, B 1, C 2; the partials are intermediate 0, bound as 3.
   KernelProgram prog;
-  prog.intermediates = splitk::split_intermediates(p, c);
-  prog.steps.push_back({splitk::build_split(p.dtype, p.options.at("layout"), c), {0, 1, 3}});
-  prog.steps.push_back({splitk::build_combine(p.dtype, c), {3, 2}});
+  if (splitk::splits_of(c) <= 1) {
+    prog = Operator::program(p, c);
+  } else {
+    // Call arguments A 0, B 1, C 2; the partials are intermediate 0, bound as 3.
+    prog.intermediates = splitk::split_intermediates(p, c);
+    prog.steps.push_back({splitk::build_split(p.dtype, p.options.at("layout"), c), {0, 1, 3}});
+    prog.steps.push_back({splitk::build_combine(p.dtype, c), {3, 2}});
+  }
+  if (!padk::pad_k_of(c) || !padk::pads(p)) return prog;
+  // K padding goes first: the padded operands are the last two intermediates, and every step
+  // reads them where it read A and B (their K, the kernels' K, is the padded one).
+  const int ap = 3 + static_cast<int>(prog.intermediates.size()), bp = ap + 1;
+  for (const ArgSpec& s : padk::pad_intermediates(p))
+    prog.intermediates.push_back(s);
+  for (KernelStep& step : prog.steps)
+    for (int& a : step.args)
+      a = a == 0 ? ap : a == 1 ? bp : a;
+  prog.steps.insert(prog.steps.begin(),
+                    {padk::build_pad(p.dtype, p.options.at("layout")), {0, 1, ap, bp}});
   return prog;
 }
 

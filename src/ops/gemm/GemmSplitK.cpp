@@ -113,13 +113,24 @@ std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c) {
 //     ceil(nk / ceil(nk / s)) so that no split is empty. At N = 4096 that is 32 tiles x 4
 //     (M=1, K=4096: 0.78x cuBLASLt against the unsplit default's 0.47x; K=14336: 0.86x against
 //     0.36x); at N >= 14336 the tiles fill the SMs alone and the kernel is not split.
+// At M <= 16 the H100 (run r2, 2026-12-06, the kernel of that day: a search of bn 32..128,
+// bk 64 and 128, 4 to 8 stages and 1, 2 or 4 splits at six decode shapes, then the winner
+// against cuBLASLt 13.1) ran best unsplit at every shape, with 64 x 96 tiles where they fit in
+// one wave: M = 7, N = 6144: 0.0280 ms against the split default's 0.0319 (0.90x -> 1.02x
+// cuBLASLt); M = 2 and 4, N = 4096: 0.0232 against 0.0242 (43 tiles: a block draws well over
+// its share of the bandwidth, so fewer blocks streaming more lose nothing, and no split pays a
+// pipeline fill, a partial's round trip and a second launch); M = 16, N = 4096: unsplit
+// 64 x 64 with bk = 128 0.0222 against 0.0246; M = 8 and 1, N = 14336: unsplit 64 x 128 (the
+// default already). So M <= 16 is not split: 96 columns where ceil(N / 96) tiles fit the SMs,
+// else 128.
 SplitChoice choose_split(const Problem& p, int sm_count) {
   constexpr int64_t kMinSteps = 8, kMostSplits = 4, bk = 64;
   if (sm_count < 1)
     user_error() << "gemm: choose_split needs the device's SM count (>= 1), got " << sm_count;
   const int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
   if (M > 64) return {64, 1};
-  const int64_t bn = M <= 16 || ceil_div(N, 64) > sm_count ? 128 : 64;
+  if (M <= 16) return {ceil_div(N, 96) <= sm_count ? 96 : 128, 1};
+  const int64_t bn = ceil_div(N, 64) > sm_count ? 128 : 64;
   const int64_t nk = ceil_div(K, bk), tiles = ceil_div(N, bn);
   const int64_t most = std::min(kMostSplits, std::max<int64_t>(1, nk / kMinSteps));
   const int64_t s = std::clamp<int64_t>(sm_count / tiles, 1, most);
