@@ -233,18 +233,24 @@ splitk::SplitChoice choice(const std::string& shape) {
   return splitk::choose_split(problem(shape), kH200Sms);
 }
 
-TEST(GemmSplitKDefault, AtSixteenRowsOrFewerTheTilesRunUnsplit) {
-  // The H100's side-by-side search (run r2): unsplit at every M <= 16 shape, 96 columns where
-  // ceil(N / 96) tiles fit one wave, else 128.
-  for (const char* shape :
-       {"M=1,N=4096,K=4096", "M=7,N=6144,K=4096", "M=16,N=4096,K=14336", "M=2,N=1024,K=4096"}) {
+TEST(GemmSplitKDefault, AtSixteenRowsOrFewerLayoutNtWithShortKRunsUnsplit) {
+  // The H100's side by side runs (r2, r3): unsplit in layout nt with K <= 4096 at M <= 16, 96
+  // columns where ceil(N / 96) tiles fit one wave, else 128.
+  for (const char* shape : {"M=1,N=4096,K=4096,layout=nt", "M=7,N=6144,K=4096,layout=nt",
+                            "M=16,N=4096,K=1000,layout=nt", "M=2,N=1024,K=4096,layout=nt"}) {
     splitk::SplitChoice s = choice(shape);
     EXPECT_EQ(s.bn, 96) << shape;
     EXPECT_EQ(s.splits, 1) << shape;
   }
-  splitk::SplitChoice wide = choice("M=8,N=14336,K=4096"); // 150 tiles of 96 > 132
+  splitk::SplitChoice wide = choice("M=8,N=14336,K=4096,layout=nt"); // 150 tiles of 96 > 132
   EXPECT_EQ(wide.bn, 128);
   EXPECT_EQ(wide.splits, 1);
+  // A long K, layout nn and layout tn kept the split rule (r3: the unsplit tiles lost there).
+  for (const char* shape : {"M=4,N=4096,K=14336,layout=nt", "M=4,N=4096,K=4096,layout=nn",
+                            "M=7,N=6144,K=4096,layout=tn"}) {
+    EXPECT_EQ(choice(shape).bn, 128) << shape;
+    EXPECT_GT(choice(shape).splits, 1) << shape;
+  }
 }
 
 TEST(GemmSplitKDefault, TheMeasuredDecodeShapesSplitToFillTheSms) {

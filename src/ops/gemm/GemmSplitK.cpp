@@ -121,16 +121,21 @@ std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c) {
 // its share of the bandwidth, so fewer blocks streaming more lose nothing, and no split pays a
 // pipeline fill, a partial's round trip and a second launch); M = 16, N = 4096: unsplit
 // 64 x 64 with bk = 128 0.0222 against 0.0246; M = 8 and 1, N = 14336: unsplit 64 x 128 (the
-// default already). So M <= 16 is not split: 96 columns where ceil(N / 96) tiles fit the SMs,
-// else 128.
+// default already). Run r3 held the unsplit rule to the split one side by side: it won at
+// N = 4096 and 6144 with K = 4096 in layout nt (M = 2..16: 0.90x -> 0.95-1.01x) but lost at
+// K = 14336 (M = 4: 0.95x -> 0.83x: 43 blocks streaming 14336 columns each), in layout nn
+// (0.81x -> 0.80x) and in tn, whose A rows of M elements take the variant without TMA
+// (0.33x -> 0.24x: fewer blocks hide its plain loads' latency worse). So only nt with K <= 4096
+// at M <= 16 is not split: 96 columns where ceil(N / 96) tiles fit the SMs, else 128.
 SplitChoice choose_split(const Problem& p, int sm_count) {
   constexpr int64_t kMinSteps = 8, kMostSplits = 4, bk = 64;
   if (sm_count < 1)
     user_error() << "gemm: choose_split needs the device's SM count (>= 1), got " << sm_count;
   const int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
   if (M > 64) return {64, 1};
-  if (M <= 16) return {ceil_div(N, 96) <= sm_count ? 96 : 128, 1};
-  const int64_t bn = ceil_div(N, 64) > sm_count ? 128 : 64;
+  if (M <= 16 && p.options.at("layout") == "nt" && K <= 4096)
+    return {ceil_div(N, 96) <= sm_count ? 96 : 128, 1};
+  const int64_t bn = M <= 16 || ceil_div(N, 64) > sm_count ? 128 : 64;
   const int64_t nk = ceil_div(K, bk), tiles = ceil_div(N, bn);
   const int64_t most = std::min(kMostSplits, std::max<int64_t>(1, nk / kMinSteps));
   const int64_t s = std::clamp<int64_t>(sm_count / tiles, 1, most);
