@@ -39,6 +39,10 @@ struct Knob {
   int64_t min = 0, max = 0; // both 0: exactly the values in `values`
   int64_t neutral = 0;
   int64_t multiple = 1; // with min..max: the value must be a multiple of this (threads: 32)
+  /// The shape decides this knob, not the search: a tuning space takes the problem's default
+  /// config's value for it (neutral where the default leaves it out) instead of `values`, unless
+  /// `--space` names it. For a knob such as gemm's pad_k, which applies to some shapes only.
+  bool from_default = false;
   bool accepts(int64_t v) const;
   bool required() const { return !accepts(neutral); }
 };

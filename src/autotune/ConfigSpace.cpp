@@ -80,6 +80,7 @@ std::vector<ops::Knob> restrict_space(std::vector<ops::Knob> space, const std::s
     }
     if (values.back() == '|') ops::parse_knob_value(name, "", "--space"); // "64|": a value missing
     it->values = parsed;
+    it->from_default = false; // named here: searched over these values
   }
   return space;
 }
@@ -90,8 +91,9 @@ void check_space_size(const std::vector<ops::Knob>& knobs) {
   for (const ops::Knob& k : knobs) {
     if (k.values.empty())
       user_error() << "tune: knob '" << k.name << "' has no values; give at least one";
-    total = std::min(total * std::min(k.values.size(), kMaxSpaceConfigs + 1), kMaxSpaceConfigs + 1);
-    sizes += (sizes.empty() ? "" : " x ") + k.name + " " + std::to_string(k.values.size());
+    const size_t n = k.from_default ? 1 : k.values.size(); // the default's value only
+    total = std::min(total * std::min(n, kMaxSpaceConfigs + 1), kMaxSpaceConfigs + 1);
+    sizes += (sizes.empty() ? "" : " x ") + k.name + " " + std::to_string(n);
   }
   // Every config is estimated (lowered) before the search starts; a space this large would
   // run for hours before the first compile instead of saying so.
@@ -153,16 +155,18 @@ ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const Targ
   ConfigSpace space;
   for (const ops::Knob& k : knobs)
     space.neutral[k.name] = k.neutral;
+  const ops::Config dflt = op.default_config(p, t.arch);
   std::vector<size_t> idx(knobs.size(), 0);
   while (true) {
     ops::Config c;
     for (size_t i = 0; i < knobs.size(); ++i)
-      c[knobs[i].name] = knobs[i].values[idx[i]];
+      c[knobs[i].name] = knobs[i].from_default ? get(dflt, knobs[i].name, knobs[i].neutral)
+                                               : knobs[i].values[idx[i]];
     Candidate cand = estimate(op, p, t, c);
     (cand.reason.empty() ? space.kept : space.pruned).push_back(std::move(cand));
     size_t i = 0; // odometer: the first knob turns fastest
     for (; i < knobs.size(); ++i) {
-      if (++idx[i] < knobs[i].values.size()) break;
+      if (!knobs[i].from_default && ++idx[i] < knobs[i].values.size()) break;
       idx[i] = 0;
     }
     if (i == knobs.size()) break;
@@ -170,7 +174,6 @@ ConfigSpace enumerate(const ops::Operator& op, const ops::Problem& p, const Targ
   // The operator's default config goes first: it is the baseline the tuned result must beat,
   // and measuring it early gives early stop a realistic bar. It joins the space when the knob
   // values leave it out (the default may use, say, a deeper pipeline than the search does).
-  ops::Config dflt = op.default_config(p, t.arch);
   bool has_default = std::any_of(space.kept.begin(), space.kept.end(), [&](const Candidate& c) {
     return is_default_config(c.config, dflt, space.neutral);
   });

@@ -2,6 +2,8 @@
 // the post-compile spill rule, --space parsing, and the heuristic order.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "autotune/ConfigSpace.h"
 #include "autotune/Hooks.h"
 #include "ops/Operator.h"
@@ -268,4 +270,25 @@ TEST(ConfigSpace, UnknownArchAndDeviceLimits) {
   TargetLimits t = TargetLimits::for_device(d);
   EXPECT_EQ(t.sm_count, 114);
   EXPECT_EQ(t.max_smem_bytes, 200 * 1024);
+}
+
+TEST(ConfigSpace, AKnobTheShapeDecidesTakesTheDefaultsValueUnlessNamed) {
+  // gemm's pad_k (Knob::from_default): 1 at a K that leaves rows unaligned, 0 elsewhere, in
+  // every candidate; --space pad_k=0|1 searches it like any knob.
+  const auto& gemm = ops::find_operator("gemm");
+  const TargetLimits t = TargetLimits::for_arch("sm_90a");
+  const auto knobs = restrict_space(knob_space(gemm, "sm_90a"), "bm=128,bn=128|256,stages=4");
+  for (const auto& [K, pad] : std::vector<std::pair<int64_t, int64_t>>{{2047, 1}, {2048, 0}}) {
+    ConfigSpace s = enumerate(gemm, gemm_problem(2048, 2048, K), t, knobs);
+    ASSERT_FALSE(s.kept.empty());
+    for (const Candidate& c : s.kept)
+      EXPECT_EQ(c.config.count("pad_k") ? c.config.at("pad_k") : 0, pad)
+          << "K=" << K << " " << ops::config_str(c.config);
+  }
+  ConfigSpace named =
+      enumerate(gemm, gemm_problem(2048, 2048, 2047), t, restrict_space(knobs, "pad_k=0|1"));
+  std::set<int64_t> seen;
+  for (const Candidate& c : named.kept)
+    seen.insert(c.config.at("pad_k"));
+  EXPECT_EQ(seen, (std::set<int64_t>{0, 1}));
 }

@@ -108,14 +108,18 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
            "(B is read ceil(M / R) times); bn rows of B a block, bk a step (bm is not read)",
            0,
            gemv::kMaxRows},
-          // Not searched: it depends on the shape alone, and the default sets it where it
-          // applies.
+          // The shape decides it (from_default): the default sets it where it applies, and a
+          // search keeps the default's value.
           {"pad_k",
            {0},
            "1: where K leaves operand rows not 16-byte aligned, a first kernel copies the "
-           "operands with K padded by zeros, so the TMA kernel runs (no effect elsewhere)",
+           "operands with K padded by zeros, so the TMA kernel runs (no effect elsewhere); a "
+           "search keeps the default's value",
            0,
-           1}};
+           1,
+           0,
+           1,
+           true}};
 }
 
 Problem GemmOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
