@@ -64,8 +64,7 @@ SideBySide time_side_by_side(const ops::Operator& op, const ops::Problem& p, con
   if (o.copy_bandwidth) {
     try {
       r.copy_gbps = measure_copy_bandwidth();
-    } catch (const DeviceOutOfMemory&) {
-    }
+    } catch (const DeviceOutOfMemory&) {}
   }
   return r;
 }
