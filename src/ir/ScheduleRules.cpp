@@ -32,9 +32,6 @@ void verify_schedule(const KernelNode& k, const For* loop) {
   if (s.defer_last_gemm) {
     const std::vector<Stmt> work = loop_work(loop);
     const bool ends = work.size() >= 2 && as<Gemm>(work.front()) && as<Gemm>(work.back());
-    if (s.pingpong)
-      user_error(loop->loc) << "pipelined: defer_last_gemm and pingpong are two ways to overlap "
-                               "the same gemms; ask for one of them";
     if (s.stages < 2)
       user_error(loop->loc) << "pipelined: defer_last_gemm needs stages >= 2 (iteration i - 1's "
                                "tiles stay while i's land), got stages = "

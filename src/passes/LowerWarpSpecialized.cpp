@@ -177,9 +177,16 @@ std::vector<ir::Stmt> fence_fragments(const LowerContext& cx, const std::vector<
 /// control-flow join ptxas waits for every wgmma in flight (seen in the SASS of the first
 /// version, run s6), so the leading `if`s run before the issue and the k > 0 test is the loop's
 /// start rather than an `if`.
+///
+/// With ping-pong as well (`turn_wait` and `turn_pass` defined), each issue of the tensor cores
+/// is one turn: the first gemm of block k and the second of block k-1 (the first iteration's
+/// turn has the first gemm only, the last second gemm has a turn of its own). A warpgroup's
+/// element-wise window then runs while the other warpgroups' gemms keep the tensor cores busy,
+/// instead of every warpgroup reaching its window at the same time.
 void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, const Expr& n,
                          const Expr& g, const Var& k, const Var& stage, const Var& phase,
-                         const std::string& release, std::vector<ir::Stmt>& out) {
+                         const std::string& release, const ir::Stmt& turn_wait,
+                         const ir::Stmt& turn_pass, std::vector<ir::Stmt>& out) {
   const int S = cx.plan.stages;
   const auto* g2 = ir::as<ir::Gemm>(work.back());
   size_t split = work.size() - 1;
@@ -216,11 +223,15 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
     // between does not help; seen in the SASS of small test kernels). With one group in flight
     // it spreads the second gemm's k16 steps through the window and waits after it.
     cx.wgmma_in_flight = 0;
+    const bool turns = turn_wait.defined();
+    if (turns) iter.push_back(turn_wait);
     iter.push_back(lower_stmt(cx, work[0]));
+    if (turns && !second) iter.push_back(turn_pass);
     for (size_t i = 1; i < leading_ifs; ++i)
       iter.push_back(lower_stmt(cx, work[i]));
     if (second) {
       cx.wgmma_in_flight = 1;
+      if (turns) cx.after_commit = turn_pass;
       iter.push_back(with_stage(prev, work.back()));
       cx.wgmma_in_flight = 0;
     }
@@ -245,9 +256,13 @@ void lower_deferred_loop(LowerContext& cx, const std::vector<ir::Stmt>& work, co
   out.push_back(serial_for(k, Expr(1), n - 1, iteration(true)));
   // The last block's second gemm, from the last stage, which is then freed.
   Expr last = (g + n + (S - 1)) % S; // g = it + k with k = 0 here: it + n - 1
+  if (turn_wait.defined()) cx.after_commit = turn_pass;
   ir::Stmt second_last = substitute(with_stage(last, work.back()), {{kid, Expr(0)}});
-  out.push_back(if_then(n > 0, seq({second_last, substitute(call(release, {bar_addr(cx, last + S)}),
-                                                            {{kid, Expr(0)}})})));
+  std::vector<ir::Stmt> tail;
+  if (turn_wait.defined()) tail.push_back(turn_wait);
+  tail.push_back(second_last);
+  tail.push_back(substitute(call(release, {bar_addr(cx, last + S)}), {{kid, Expr(0)}}));
+  out.push_back(if_then(n > 0, seq(tail)));
   if (packed) cx.packed_a.erase(g2->a.buffer->uid);
 }
 
@@ -455,7 +470,9 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     for (uint64_t uid : plan.rotated)
       cx.stage[uid] = g % 2;
     if (plan.defer_second_gemm) {
-      lower_deferred_loop(cx, work, n, g, k, stage, phase, release, consumer);
+      lower_deferred_loop(cx, work, n, g, k, stage, phase, release,
+                          plan.pingpong ? turn_wait : ir::Stmt(),
+                          plan.pingpong ? turn_pass : ir::Stmt(), consumer);
       if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
       cx.stage.clear();
       continue;

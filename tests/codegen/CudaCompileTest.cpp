@@ -209,6 +209,23 @@ TEST(DeferredSecondGemm, AttentionPvRunsOneIterationLate) {
   EXPECT_THROW(att.validate(p, one), UserError);
 }
 
+// overlap=1 with pingpong=1: the deferred P.V and the first gemm take turns between the two
+// consumer warpgroups (named barriers around each issue). The turns add no registers that
+// spill and leave ptxas's wgmma issue alone.
+TEST(DeferredSecondGemm, WithPingpongTurnsCompilesClean) {
+  const ops::Operator& att = ops::find_operator("attention");
+  ops::Problem p = att.parse(ops::parse_kv("B=4,H=32,S=4096,D=128,causal=1", "shape"), DType::bf16);
+  ops::Config c = ops::complete_config(att, p, "sm_90a", ops::parse_config("pingpong=1"));
+  ASSERT_EQ(c.at("overlap"), 1);
+  att.validate(p, c);
+  cuda::LoweredKernel lk = cuda::lower_kernel(att.build(p, c), passes::Target::parse("sm_90a"));
+  EXPECT_NE(lk.source.find("tp::block::named_sync("), std::string::npos);
+  rt::ResourceUsage u = ptxas_report(lk);
+  EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+  EXPECT_FALSE(u.wgmma_serialized) << u.raw;
+  EXPECT_EQ(u.wgmma_fences_injected, 0) << u.raw;
+}
+
 // The accumulator's clear is folded into the first wgmma (scale-d = 0 when k == 0). The same
 // kernel with the clear put back as register zeroing before the loop is what the compiler
 // emitted before: ptxas serializes its wgmma (C7515), and the resource report says so. In the

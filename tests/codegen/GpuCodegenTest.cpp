@@ -94,7 +94,7 @@ std::vector<Case> cases() {
   // The schedule options, each with and without persistence, on tiles with no key blocks
   // (Skv < S, causal) and a zero key length: ping-pong turns between the consumer warpgroups,
   // and the deferred P.V (overlap=1).
-  for (std::string option : {"pingpong=1", "overlap=1"}) {
+  for (std::string option : {"pingpong=1", "overlap=1", "overlap=1,pingpong=1"}) {
     for (std::string extra : {"B=4,H=16,Hkv=4,S=1000,Skv=1200,D=128,causal=1",
                               "B=4,H=16,Hkv=16,S=1000,Skv=333,D=128,causal=1",
                               "B=3,H=32,S=300,Skv=500,D=128,lens=500:17:0,causal=1,lse=1"})

@@ -131,3 +131,81 @@ TEST(LowerWarpSpecialized, RegisterSplitFollowsTheRule) {
         << w.threads;
   }
 }
+
+namespace {
+
+/// Two gemms a key block with element-wise work between (s = q kᵀ, p = exp2(s), o += p v) over
+/// two consumer warpgroups, with the deferred second gemm and ping-pong turns both asked for.
+Kernel deferred_pingpong(bool persistent) {
+  Dim S("S");
+  Tensor Q("Q", {S, 64}, bf16), K("K", {S, 64}, bf16), V("V", {S, 64}, bf16);
+  Tensor O("O", {S, 64}, f32);
+  return kernel("deferred_pingpong", {Q, K, V, O}, grid(ceildiv(S, 128)), tp::threads(256),
+                [&](Var bx) {
+                  if (persistent) annotate("persistent", "1");
+                  Tile qs = alloc_shared({128, 64}, bf16), ks = alloc_shared({64, 64}, bf16);
+                  Tile vs = alloc_shared({64, 64}, bf16);
+                  Tile s = alloc_fragment({128, 64}, f32), p = alloc_fragment({128, 64}, bf16);
+                  Tile o = alloc_fragment({128, 64}, f32);
+                  copy(Q.tile(bx * 128, 0), qs);
+                  clear(o);
+                  Schedule sc{.stages = 2, .defer_last_gemm = true, .pingpong = true};
+                  pipelined(ceildiv(S, 64), sc, [&](Var j) {
+                    copy(K.tile(j * 64, 0), ks);
+                    copy(V.tile(j * 64, 0), vs);
+                    gemm(qs, ks, s, {.trans_b = true, .clear = true});
+                    parallel({128, 64}, [&](Var i, Var c) { s(i, c) = exp2(s(i, c)); });
+                    copy(s, p);
+                    gemm(p, vs, o);
+                  });
+                  copy(o, O.tile(bx * 128, 0));
+                });
+}
+
+/// The device-library calls of the lowered body in program order.
+std::vector<std::string> call_sequence(const Kernel& k) {
+  struct Collect : ir::IRVisitor {
+    std::vector<std::string> out;
+    using ir::IRVisitor::visit;
+    void visit(const ir::Intrinsic* c) override {
+      out.push_back(c->name);
+      ir::IRVisitor::visit(c);
+    }
+  } v;
+  v.visit(tp::testing::lowered_body(k, passes::Target::parse("sm_90a")));
+  return v.out;
+}
+
+} // namespace
+
+// The deferred second gemm with ping-pong: every issue of the tensor cores (a commit) happens
+// inside a turn (after the warpgroup's named wait, before its arrival on the next one's
+// barrier), and the turns balance: one hand-over before the tiles, one wait and one arrival per
+// turn (the peeled first block, the loop's iteration, the last second gemm), and one last wait
+// that takes the arrival left over at the end.
+TEST(LowerWarpSpecialized, DeferredGemmTakesPingpongTurns) {
+  for (bool persistent : {false, true}) {
+    std::vector<std::string> seq = call_sequence(deferred_pingpong(persistent));
+    int waits = 0, passes = 0, commits = 0;
+    bool in_turn = false, handed_over = false;
+    for (const std::string& name : seq) {
+      if (name == "tp::block::named_sync") {
+        EXPECT_FALSE(in_turn) << "a turn waited for inside a turn";
+        in_turn = true;
+        ++waits;
+      } else if (name == "tp::block::named_arrive") {
+        if (!in_turn && !handed_over) handed_over = true; // the first turn given to warpgroup 0
+        else EXPECT_TRUE(in_turn) << "an arrival outside a turn";
+        in_turn = false;
+        ++passes;
+      } else if (name == "tp::warpgroup::commit_group") {
+        EXPECT_TRUE(in_turn) << "a gemm issued outside a turn (persistent=" << persistent << ")";
+        ++commits;
+      }
+    }
+    EXPECT_TRUE(handed_over);
+    EXPECT_EQ(commits, 4); // the first gemm twice (peeled, loop), the second twice (loop, last)
+    EXPECT_EQ(waits, 4);   // three turns and the last wait
+    EXPECT_EQ(passes, 4);  // the hand-over and three turns
+  }
+}

@@ -277,9 +277,6 @@ void AttentionOp::validate(const Problem&, const Config& c) const {
   if (on("overlap") && c.at("stages") < 2)
     user_error() << "attention: overlap=1 needs stages >= 2 (block j-1's V stays while block "
                     "j's lands); use stages=2 or 3, or overlap=0";
-  if (on("overlap") && on("pingpong"))
-    user_error() << "attention: overlap=1 and pingpong=1 overlap the same gemms two ways; "
-                    "choose one";
   if (on("pingpong") && (c.at("threads") < 256 || c.at("threads") % 128))
     user_error() << "attention: pingpong=1 needs two or more consumer warpgroups; use "
                     "threads=256 or 384 (got threads="
