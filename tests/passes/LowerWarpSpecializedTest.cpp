@@ -194,8 +194,11 @@ TEST(LowerWarpSpecialized, DeferredGemmTakesPingpongTurns) {
         in_turn = true;
         ++waits;
       } else if (name == "tp::block::named_arrive") {
-        if (!in_turn && !handed_over) handed_over = true; // the first turn given to warpgroup 0
-        else EXPECT_TRUE(in_turn) << "an arrival outside a turn";
+        // The first arrival outside a turn gives warpgroup 0 its first turn.
+        if (!in_turn && !handed_over)
+          handed_over = true;
+        else
+          EXPECT_TRUE(in_turn) << "an arrival outside a turn";
         in_turn = false;
         ++passes;
       } else if (name == "tp::warpgroup::commit_group") {
