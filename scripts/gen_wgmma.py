@@ -14,7 +14,7 @@ Usage: scripts/gen_wgmma.py            rewrite the header
 import pathlib
 import sys
 
-N_VALUES = [16, 32, 64, 96, 128, 192, 256]
+N_VALUES = list(range(16, 257, 16))  # every multiple of 16 up to 256
 TYPES = [("bf16", "bf16"), ("half", "f16")]  # (C++ type in namespace tp, PTX type)
 OUT = pathlib.Path(__file__).resolve().parent.parent / "device/arch/sm90/wgmma_ops.cuh"
 
@@ -82,6 +82,13 @@ def gen_one(n, cty, pty, rs):
     return "\n".join(lines)
 
 
+def guard(n):
+    """The wrappers of one N are compiled where the includer asks for that N (generated kernels
+    define TP_WGMMA_N_LIST and TP_WGMMA_N_<N> for the Ns they use: parsing every wrapper cost
+    about 30 ms of each kernel's NVRTC compile), or for every N where it names none."""
+    return f"!defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_{n})"
+
+
 def gen_dispatch(rs):
     if rs:
         head = ("/// wgmma m64nNk16, A from registers (4 x bf16x2/half2x, layout: wgmma_layout.cuh),\n"
@@ -107,17 +114,19 @@ def gen_dispatch(rs):
              '                "wgmma wrappers exist for bf16 and half inputs");',
              "  static_assert(ScaleA == 1 || ScaleA == -1, \"imm-scale-a is 1 or -1\");",
              "  static_assert(ScaleB == 1 || ScaleB == -1, \"imm-scale-b is 1 or -1\");"]
-    for i, n in enumerate(N_VALUES):
-        kw = "if constexpr" if i == 0 else "} else if constexpr"
-        lines.append(f"  {kw} (N == {n}) {{")
+    lines.append("  if constexpr (false) {")
+    for n in N_VALUES:
+        lines.append(f"#if {guard(n)}")
+        lines.append(f"  }} else if constexpr (N == {n}) {{")
         lines.append("    if constexpr (is_same<T, bf16>::value)")
         lines.append(f"      detail::wgmma_m64n{n}k16_f32_bf16_{suffix}<{targs}>{call_args};")
         lines.append("    else")
         lines.append(f"      detail::wgmma_m64n{n}k16_f32_f16_{suffix}<{targs}>{call_args};")
+        lines.append("#endif")
     lines.append("  } else {")
-    ns = ", ".join(str(n) for n in N_VALUES)
-    lines.append(f'    static_assert(N < 0, "wgmma wrappers are generated for N in {{{ns}}}: '
-                 'add N to scripts/gen_wgmma.py");')
+    lines.append('    static_assert(N < 0, "no wgmma wrapper for this N: N is a multiple of 16 up '
+                 'to 256, and a file that defines TP_WGMMA_N_LIST defines TP_WGMMA_N_<N> for each '
+                 'N it uses");')
     lines.append("  }")
     lines.append("}")
     return "\n".join(lines)
@@ -135,6 +144,7 @@ def generate():
         "// register; imm-scale-a/b (1 or -1) and imm-trans-a/b (0 or 1, 1 = MN-major operand in shared",
         "// memory) are immediates from template parameters.",
         "// All 128 threads of the warpgroup must call together; see wgmma.cuh for fencing rules.",
+        "// An includer that defines TP_WGMMA_N_LIST gets only the Ns it defines as TP_WGMMA_N_<N>.",
         "#pragma once",
         "",
         '#include "defs.cuh"',
@@ -145,10 +155,13 @@ def generate():
         "",
     ]
     for n in N_VALUES:
+        parts.append(f"#if {guard(n)}")
         for cty, pty in TYPES:
             for rs in (False, True):
                 parts.append(gen_one(n, cty, pty, rs))
                 parts.append("")
+        parts.append("#endif")
+        parts.append("")
     parts.append("} // namespace tp::warpgroup::detail")
     parts.append("")
     parts.append("namespace tp::warpgroup {")

@@ -457,10 +457,11 @@ private:
       auto swizzlable = [](const Buffer& b) {
         return b->const_shape().back() * dtype_bytes(b->dtype) % 32 == 0;
       };
-      // The N values device/arch/sm90/wgmma_ops.cuh has wrappers for (N_VALUES in
-      // scripts/gen_wgmma.py; keep the two lists equal).
-      static const std::set<int64_t> kWgmmaN = {16, 32, 64, 96, 128, 192, 256};
-      shape_ok = shape_ok && kWgmmaN.count(N) && swizzlable(B) && (!a_shared || swizzlable(A));
+      // device/arch/sm90/wgmma_ops.cuh wraps every N that is a multiple of 16 up to 256
+      // (N_VALUES in scripts/gen_wgmma.py; keep the two rules equal). PTX also has the odd
+      // multiples of 8, which no tile here needs.
+      const bool wrapped = N % 16 == 0 && N >= 16 && N <= 256;
+      shape_ok = shape_ok && wrapped && swizzlable(B) && (!a_shared || swizzlable(A));
       if (shape_ok && b_shared) {
         if (a_shared) {
           kind = GemmKind::wgmma_ss;

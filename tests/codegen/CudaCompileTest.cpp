@@ -322,3 +322,30 @@ TEST(CodeGen, KernelStatesTheThreadIndexRange) {
   rt::ResourceUsage u = ptxas_report(lk);
   EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
 }
+
+// A kernel's source asks the device library for the wgmma wrappers of the tile widths it
+// issues and no others (device/arch/sm90/wgmma_ops.cuh compiles only those): attention with
+// 176-key blocks uses N = 176 (Q·Kᵀ) and N = 128 (P·V, D = 128); RMSNorm has no gemm and asks for
+// none. The 176-wide kernel compiles through NVRTC without spills or serialized wgmma.
+TEST(CodeGen, SourceAsksForTheWgmmaWidthsItUses) {
+  const ops::Operator& att = ops::find_operator("attention");
+  ops::Problem p = att.parse(ops::parse_kv("B=4,H=32,S=4096,D=128", "shape"), DType::bf16);
+  ops::Config c = ops::complete_config(att, p, "sm_90a", ops::parse_config("bn=176,stages=2"));
+  cuda::LoweredKernel lk = cuda::lower_kernel(att.build(p, c), passes::Target::parse("sm_90a"));
+  const std::string head = lk.source.substr(0, lk.source.find("#include"));
+  EXPECT_NE(head.find("#define TP_WGMMA_N_LIST 1\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("#define TP_WGMMA_N_128 1\n"), std::string::npos) << head;
+  EXPECT_NE(head.find("#define TP_WGMMA_N_176 1\n"), std::string::npos) << head;
+  EXPECT_EQ(head.find("#define TP_WGMMA_N_64 "), std::string::npos) << head;
+  rt::ResourceUsage u = ptxas_report(lk);
+  EXPECT_EQ(u.spill_store_bytes, 0) << u.raw;
+  EXPECT_FALSE(u.wgmma_serialized) << u.raw;
+
+  const ops::Operator& rms = ops::find_operator("rmsnorm");
+  ops::Problem r = rms.parse(ops::parse_kv("T=4096,H=4096", "shape"), DType::bf16);
+  cuda::LoweredKernel lr = cuda::lower_kernel(rms.build(r, rms.default_config(r, "sm_90a")),
+                                              passes::Target::parse("sm_90a"));
+  const std::string rhead = lr.source.substr(0, lr.source.find("#include"));
+  EXPECT_NE(rhead.find("#define TP_WGMMA_N_LIST 1\n"), std::string::npos) << rhead;
+  EXPECT_EQ(rhead.find("#define TP_WGMMA_N_"), rhead.find("#define TP_WGMMA_N_LIST")) << rhead;
+}

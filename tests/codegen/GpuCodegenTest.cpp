@@ -51,6 +51,10 @@ std::vector<Case> cases() {
       {"gemm", "M=512,N=512,K=512", DType::bf16, "bm=128,bn=128,bk=64,stages=3,threads=128"});
   out.push_back(
       {"gemm", "M=512,N=384,K=512", DType::bf16, "bm=64,bn=128,bk=64,stages=2,threads=128"});
+  // Tile widths that are not powers of two (wgmma N = 160 and 208), with ragged edges.
+  for (std::string bn : {"160", "208"})
+    out.push_back({"gemm", "M=700,N=1000,K=520,layout=nt", DType::bf16,
+                   "bm=128,bn=" + bn + ",bk=64,stages=3,threads=256"});
   out.push_back({"gemm", "M=1000,N=1000,K=999", DType::bf16,
                  "bm=128,bn=256,bk=64,stages=4,threads=256,swizzle=8"});
   // 2-block clusters with B multicast: split by boxes (nn, tn) and by rows (nt, and the 64x64
@@ -107,6 +111,13 @@ std::vector<Case> cases() {
   }
   out.push_back({"attention", "B=4,H=16,S=1000,D=64", DType::f16,
                  "bm=128,bn=128,stages=3,threads=256,pingpong=1,persistent=1"});
+  // Key blocks of 176 and 80 (wgmma widths that are not powers of two), causal with a ragged
+  // last block and not.
+  for (std::string shape : {"B=2,H=16,S=1000,Skv=1200,D=128,causal=1", "B=2,H=16,S=700,D=128"})
+    out.push_back({"attention", shape, DType::bf16,
+                   "bm=128,bn=176,stages=2,threads=256,overlap=1,persistent=1"});
+  out.push_back({"attention", "B=2,H=16,S=1000,D=64,causal=1", DType::bf16,
+                 "bm=128,bn=80,stages=3,threads=256,overlap=1,persistent=1"});
   out.push_back({"attention", "B=4,H=16,S=2048,D=128", DType::f16,
                  "bm=128,bn=128,stages=3,threads=256,overlap=1,persistent=1"});
   out.push_back({"attention", "B=4,H=16,S=1000,D=64,causal=1", DType::bf16,

@@ -412,3 +412,28 @@ TEST(InferLayouts, MmaAccumulatorUsesEveryWarp) {
     }
   }
 }
+
+// wgmma takes every tile width N that is a multiple of 16 up to 256 (the device library wraps
+// each one): a 176-key attention block once fell back to mma for its first gemm only, and the
+// softmax between the two gemms then met two accumulator layouts (a layout conflict). Widths
+// that are not a multiple of 16, or over 256, take mma.
+TEST(InferLayouts, WgmmaTakesEveryMultipleOf16UpTo256) {
+  for (int64_t n : {16, 48, 80, 112, 144, 160, 176, 208, 224, 240, 256, 24, 264}) {
+    Dim M("M");
+    Tensor A("A", {M, 64}, bf16), B("B", {64, n}, bf16), C("C", {M, n}, f32);
+    Kernel k = kernel("wide", {A, B, C}, grid(ceildiv(M, 128)), threads(256), [&](Var by) {
+      Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, n}, bf16);
+      Tile acc = alloc_fragment({128, n}, f32);
+      copy(A.tile(by * 128, 0), as);
+      copy(B.tile(0, 0), bs);
+      gemm(as, bs, acc, {.clear = true});
+      copy(acc, C.tile(by * 128, 0));
+    });
+    passes::LayoutInfo l = passes::infer_layouts(k.node(), sm90());
+    ASSERT_EQ(l.gemms.size(), 1u);
+    const bool wrapped = n % 16 == 0 && n <= 256;
+    EXPECT_EQ(l.gemms.begin()->second,
+              wrapped ? passes::GemmKind::wgmma_ss : passes::GemmKind::mma)
+        << "N = " << n;
+  }
+}

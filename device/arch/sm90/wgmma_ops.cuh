@@ -2,12 +2,13 @@
 // clang-format off
 //
 // wgmma.mma_async m64nNk16 wrappers with f32 accumulators: one per N in
-// {16, 32, 64, 96, 128, 192, 256}, per A/B type (bf16, f16) and per operand source
+// {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}, per A/B type (bf16, f16) and per operand source
 // (SS: A and B from shared-memory descriptors; RS: A from registers), and the dispatchers
 // tp::warpgroup::mma_async_ss / mma_async_rs. scale-d is a predicate built from the scale_d
 // register; imm-scale-a/b (1 or -1) and imm-trans-a/b (0 or 1, 1 = MN-major operand in shared
 // memory) are immediates from template parameters.
 // All 128 threads of the warpgroup must call together; see wgmma.cuh for fencing rules.
+// An includer that defines TP_WGMMA_N_LIST gets only the Ns it defines as TP_WGMMA_N_<N>.
 #pragma once
 
 #include "defs.cuh"
@@ -16,6 +17,7 @@
 #if TP_CUDA
 namespace tp::warpgroup::detail {
 
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_16)
 /// wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x16 f32, d[8]) = ScaleA*A (64x16, smem) * ScaleB*B (16x16, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -84,6 +86,9 @@ TP_DEVICE void wgmma_m64n16k16_f32_f16_rs(float (&d)[8], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_32)
 /// wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x32 f32, d[16]) = ScaleA*A (64x16, smem) * ScaleB*B (16x32, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -160,6 +165,96 @@ TP_DEVICE void wgmma_m64n32k16_f32_f16_rs(float (&d)[16], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_48)
+/// wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x48 f32, d[24]) = ScaleA*A (64x16, smem) * ScaleB*B (16x48, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n48k16_f32_bf16_ss(float (&d)[24], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23},\n"
+      "  %24, %25, p, %27, %28, %29, %30;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x48 f32, d[24]) = ScaleA*A (64x16, registers) * ScaleB*B (16x48, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n48k16_f32_bf16_rs(float (&d)[24], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %29, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23},\n"
+      "  {%24, %25, %26, %27}, %28, p, %30, %31, %32;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x48 f32, d[24]) = ScaleA*A (64x16, smem) * ScaleB*B (16x48, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n48k16_f32_f16_ss(float (&d)[24], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %26, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23},\n"
+      "  %24, %25, p, %27, %28, %29, %30;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x48 f32, d[24]) = ScaleA*A (64x16, registers) * ScaleB*B (16x48, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n48k16_f32_f16_rs(float (&d)[24], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %29, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23},\n"
+      "  {%24, %25, %26, %27}, %28, p, %30, %31, %32;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_64)
 /// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x64 f32, d[32]) = ScaleA*A (64x16, smem) * ScaleB*B (16x64, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -256,6 +351,116 @@ TP_DEVICE void wgmma_m64n64k16_f32_f16_rs(float (&d)[32], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_80)
+/// wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x80 f32, d[40]) = ScaleA*A (64x16, smem) * ScaleB*B (16x80, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n80k16_f32_bf16_ss(float (&d)[40], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %42, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39},\n"
+      "  %40, %41, p, %43, %44, %45, %46;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x80 f32, d[40]) = ScaleA*A (64x16, registers) * ScaleB*B (16x80, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n80k16_f32_bf16_rs(float (&d)[40], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %45, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39},\n"
+      "  {%40, %41, %42, %43}, %44, p, %46, %47, %48;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x80 f32, d[40]) = ScaleA*A (64x16, smem) * ScaleB*B (16x80, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n80k16_f32_f16_ss(float (&d)[40], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %42, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39},\n"
+      "  %40, %41, p, %43, %44, %45, %46;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x80 f32, d[40]) = ScaleA*A (64x16, registers) * ScaleB*B (16x80, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n80k16_f32_f16_rs(float (&d)[40], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %45, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39},\n"
+      "  {%40, %41, %42, %43}, %44, p, %46, %47, %48;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_96)
 /// wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x96 f32, d[48]) = ScaleA*A (64x16, smem) * ScaleB*B (16x96, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -368,6 +573,136 @@ TP_DEVICE void wgmma_m64n96k16_f32_f16_rs(float (&d)[48], const uint32_t (&a)[4]
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_112)
+/// wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x112 f32, d[56]) = ScaleA*A (64x16, smem) * ScaleB*B (16x112, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n112k16_f32_bf16_ss(float (&d)[56], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %58, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55},\n"
+      "  %56, %57, p, %59, %60, %61, %62;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x112 f32, d[56]) = ScaleA*A (64x16, registers) * ScaleB*B (16x112, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n112k16_f32_bf16_rs(float (&d)[56], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %61, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55},\n"
+      "  {%56, %57, %58, %59}, %60, p, %62, %63, %64;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x112 f32, d[56]) = ScaleA*A (64x16, smem) * ScaleB*B (16x112, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n112k16_f32_f16_ss(float (&d)[56], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %58, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55},\n"
+      "  %56, %57, p, %59, %60, %61, %62;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x112 f32, d[56]) = ScaleA*A (64x16, registers) * ScaleB*B (16x112, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n112k16_f32_f16_rs(float (&d)[56], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %61, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55},\n"
+      "  {%56, %57, %58, %59}, %60, p, %62, %63, %64;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_128)
 /// wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x128 f32, d[64]) = ScaleA*A (64x16, smem) * ScaleB*B (16x128, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -500,6 +835,470 @@ TP_DEVICE void wgmma_m64n128k16_f32_f16_rs(float (&d)[64], const uint32_t (&a)[4
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_144)
+/// wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x144 f32, d[72]) = ScaleA*A (64x16, smem) * ScaleB*B (16x144, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n144k16_f32_bf16_ss(float (&d)[72], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %74, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71},\n"
+      "  %72, %73, p, %75, %76, %77, %78;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x144 f32, d[72]) = ScaleA*A (64x16, registers) * ScaleB*B (16x144, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n144k16_f32_bf16_rs(float (&d)[72], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %77, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71},\n"
+      "  {%72, %73, %74, %75}, %76, p, %78, %79, %80;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x144 f32, d[72]) = ScaleA*A (64x16, smem) * ScaleB*B (16x144, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n144k16_f32_f16_ss(float (&d)[72], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %74, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71},\n"
+      "  %72, %73, p, %75, %76, %77, %78;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x144 f32, d[72]) = ScaleA*A (64x16, registers) * ScaleB*B (16x144, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n144k16_f32_f16_rs(float (&d)[72], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %77, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n144k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71},\n"
+      "  {%72, %73, %74, %75}, %76, p, %78, %79, %80;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_160)
+/// wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x160 f32, d[80]) = ScaleA*A (64x16, smem) * ScaleB*B (16x160, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n160k16_f32_bf16_ss(float (&d)[80], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79},\n"
+      "  %80, %81, p, %83, %84, %85, %86;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x160 f32, d[80]) = ScaleA*A (64x16, registers) * ScaleB*B (16x160, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n160k16_f32_bf16_rs(float (&d)[80], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %85, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79},\n"
+      "  {%80, %81, %82, %83}, %84, p, %86, %87, %88;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x160 f32, d[80]) = ScaleA*A (64x16, smem) * ScaleB*B (16x160, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n160k16_f32_f16_ss(float (&d)[80], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %82, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79},\n"
+      "  %80, %81, p, %83, %84, %85, %86;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x160 f32, d[80]) = ScaleA*A (64x16, registers) * ScaleB*B (16x160, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n160k16_f32_f16_rs(float (&d)[80], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %85, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79},\n"
+      "  {%80, %81, %82, %83}, %84, p, %86, %87, %88;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_176)
+/// wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x176 f32, d[88]) = ScaleA*A (64x16, smem) * ScaleB*B (16x176, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n176k16_f32_bf16_ss(float (&d)[88], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %90, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87},\n"
+      "  %88, %89, p, %91, %92, %93, %94;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x176 f32, d[88]) = ScaleA*A (64x16, registers) * ScaleB*B (16x176, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n176k16_f32_bf16_rs(float (&d)[88], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %93, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87},\n"
+      "  {%88, %89, %90, %91}, %92, p, %94, %95, %96;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x176 f32, d[88]) = ScaleA*A (64x16, smem) * ScaleB*B (16x176, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n176k16_f32_f16_ss(float (&d)[88], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %90, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87},\n"
+      "  %88, %89, p, %91, %92, %93, %94;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x176 f32, d[88]) = ScaleA*A (64x16, registers) * ScaleB*B (16x176, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n176k16_f32_f16_rs(float (&d)[88], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %93, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87},\n"
+      "  {%88, %89, %90, %91}, %92, p, %94, %95, %96;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_192)
 /// wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x192 f32, d[96]) = ScaleA*A (64x16, smem) * ScaleB*B (16x192, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -668,6 +1467,582 @@ TP_DEVICE void wgmma_m64n192k16_f32_f16_rs(float (&d)[96], const uint32_t (&a)[4
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_208)
+/// wgmma.mma_async.sync.aligned.m64n208k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x208 f32, d[104]) = ScaleA*A (64x16, smem) * ScaleB*B (16x208, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n208k16_f32_bf16_ss(float (&d)[104], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %106, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n208k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103},\n"
+      "  %104, %105, p, %107, %108, %109, %110;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n208k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x208 f32, d[104]) = ScaleA*A (64x16, registers) * ScaleB*B (16x208, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n208k16_f32_bf16_rs(float (&d)[104], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %109, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n208k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103},\n"
+      "  {%104, %105, %106, %107}, %108, p, %110, %111, %112;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x208 f32, d[104]) = ScaleA*A (64x16, smem) * ScaleB*B (16x208, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n208k16_f32_f16_ss(float (&d)[104], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %106, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103},\n"
+      "  %104, %105, p, %107, %108, %109, %110;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x208 f32, d[104]) = ScaleA*A (64x16, registers) * ScaleB*B (16x208, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n208k16_f32_f16_rs(float (&d)[104], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %109, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n208k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103},\n"
+      "  {%104, %105, %106, %107}, %108, p, %110, %111, %112;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_224)
+/// wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x224 f32, d[112]) = ScaleA*A (64x16, smem) * ScaleB*B (16x224, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n224k16_f32_bf16_ss(float (&d)[112], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %114, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111},\n"
+      "  %112, %113, p, %115, %116, %117, %118;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x224 f32, d[112]) = ScaleA*A (64x16, registers) * ScaleB*B (16x224, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n224k16_f32_bf16_rs(float (&d)[112], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %117, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111},\n"
+      "  {%112, %113, %114, %115}, %116, p, %118, %119, %120;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x224 f32, d[112]) = ScaleA*A (64x16, smem) * ScaleB*B (16x224, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n224k16_f32_f16_ss(float (&d)[112], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %114, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111},\n"
+      "  %112, %113, p, %115, %116, %117, %118;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x224 f32, d[112]) = ScaleA*A (64x16, registers) * ScaleB*B (16x224, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n224k16_f32_f16_rs(float (&d)[112], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %117, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111},\n"
+      "  {%112, %113, %114, %115}, %116, p, %118, %119, %120;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_240)
+/// wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x240 f32, d[120]) = ScaleA*A (64x16, smem) * ScaleB*B (16x240, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n240k16_f32_bf16_ss(float (&d)[120], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %122, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111,\n"
+      "  %112, %113, %114, %115, %116, %117, %118, %119},\n"
+      "  %120, %121, p, %123, %124, %125, %126;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
+        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x240 f32, d[120]) = ScaleA*A (64x16, registers) * ScaleB*B (16x240, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n240k16_f32_bf16_rs(float (&d)[120], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %125, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111,\n"
+      "  %112, %113, %114, %115, %116, %117, %118, %119},\n"
+      "  {%120, %121, %122, %123}, %124, p, %126, %127, %128;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
+        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
+/// D (64x240 f32, d[120]) = ScaleA*A (64x16, smem) * ScaleB*B (16x240, smem) + (scale_d ? D : 0).
+template <int TransA, int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n240k16_f32_f16_ss(float (&d)[120], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %122, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111,\n"
+      "  %112, %113, %114, %115, %116, %117, %118, %119},\n"
+      "  %120, %121, p, %123, %124, %125, %126;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
+        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+      : "l"(a_desc), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
+}
+
+/// wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16 d, {a0..a3}, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransB:
+/// D (64x240 f32, d[120]) = ScaleA*A (64x16, registers) * ScaleB*B (16x240, smem) + (scale_d ? D : 0).
+template <int TransB, int ScaleA, int ScaleB>
+TP_DEVICE void wgmma_m64n240k16_f32_f16_rs(float (&d)[120], const uint32_t (&a)[4], uint64_t b_desc, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %125, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n240k16.f32.f16.f16\n"
+      "  {%0, %1, %2, %3, %4, %5, %6, %7,\n"
+      "  %8, %9, %10, %11, %12, %13, %14, %15,\n"
+      "  %16, %17, %18, %19, %20, %21, %22, %23,\n"
+      "  %24, %25, %26, %27, %28, %29, %30, %31,\n"
+      "  %32, %33, %34, %35, %36, %37, %38, %39,\n"
+      "  %40, %41, %42, %43, %44, %45, %46, %47,\n"
+      "  %48, %49, %50, %51, %52, %53, %54, %55,\n"
+      "  %56, %57, %58, %59, %60, %61, %62, %63,\n"
+      "  %64, %65, %66, %67, %68, %69, %70, %71,\n"
+      "  %72, %73, %74, %75, %76, %77, %78, %79,\n"
+      "  %80, %81, %82, %83, %84, %85, %86, %87,\n"
+      "  %88, %89, %90, %91, %92, %93, %94, %95,\n"
+      "  %96, %97, %98, %99, %100, %101, %102, %103,\n"
+      "  %104, %105, %106, %107, %108, %109, %110, %111,\n"
+      "  %112, %113, %114, %115, %116, %117, %118, %119},\n"
+      "  {%120, %121, %122, %123}, %124, p, %126, %127, %128;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
+        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
+        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
+        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
+        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
+        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
+}
+
+#endif
+
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_256)
 /// wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 d, a-desc, b-desc, p(scale_d != 0), ScaleA, ScaleB, TransA, TransB:
 /// D (64x256 f32, d[128]) = ScaleA*A (64x16, smem) * ScaleB*B (16x256, smem) + (scale_d ? D : 0).
 template <int TransA, int TransB, int ScaleA, int ScaleB>
@@ -876,6 +2251,8 @@ TP_DEVICE void wgmma_m64n256k16_f32_f16_rs(float (&d)[128], const uint32_t (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
 
+#endif
+
 } // namespace tp::warpgroup::detail
 
 namespace tp::warpgroup {
@@ -888,43 +2265,121 @@ TP_DEVICE void mma_async_ss(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc,
                 "wgmma wrappers exist for bf16 and half inputs");
   static_assert(ScaleA == 1 || ScaleA == -1, "imm-scale-a is 1 or -1");
   static_assert(ScaleB == 1 || ScaleB == -1, "imm-scale-b is 1 or -1");
-  if constexpr (N == 16) {
+  if constexpr (false) {
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_16)
+  } else if constexpr (N == 16) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n16k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n16k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_32)
   } else if constexpr (N == 32) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n32k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n32k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_48)
+  } else if constexpr (N == 48) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n48k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n48k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_64)
   } else if constexpr (N == 64) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n64k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n64k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_80)
+  } else if constexpr (N == 80) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n80k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n80k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_96)
   } else if constexpr (N == 96) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n96k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n96k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_112)
+  } else if constexpr (N == 112) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n112k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n112k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_128)
   } else if constexpr (N == 128) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n128k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n128k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_144)
+  } else if constexpr (N == 144) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n144k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n144k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_160)
+  } else if constexpr (N == 160) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n160k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n160k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_176)
+  } else if constexpr (N == 176) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n176k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n176k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_192)
   } else if constexpr (N == 192) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n192k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n192k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_208)
+  } else if constexpr (N == 208) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n208k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n208k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_224)
+  } else if constexpr (N == 224) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n224k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n224k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_240)
+  } else if constexpr (N == 240) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n240k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+    else
+      detail::wgmma_m64n240k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_256)
   } else if constexpr (N == 256) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n256k16_f32_bf16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
     else
       detail::wgmma_m64n256k16_f32_f16_ss<TransA, TransB, ScaleA, ScaleB>(d, a_desc, b_desc, scale_d);
+#endif
   } else {
-    static_assert(N < 0, "wgmma wrappers are generated for N in {16, 32, 64, 96, 128, 192, 256}: add N to scripts/gen_wgmma.py");
+    static_assert(N < 0, "no wgmma wrapper for this N: N is a multiple of 16 up to 256, and a file that defines TP_WGMMA_N_LIST defines TP_WGMMA_N_<N> for each N it uses");
   }
 }
 
@@ -937,43 +2392,121 @@ TP_DEVICE void mma_async_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t 
                 "wgmma wrappers exist for bf16 and half inputs");
   static_assert(ScaleA == 1 || ScaleA == -1, "imm-scale-a is 1 or -1");
   static_assert(ScaleB == 1 || ScaleB == -1, "imm-scale-b is 1 or -1");
-  if constexpr (N == 16) {
+  if constexpr (false) {
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_16)
+  } else if constexpr (N == 16) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n16k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n16k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_32)
   } else if constexpr (N == 32) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n32k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n32k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_48)
+  } else if constexpr (N == 48) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n48k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n48k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_64)
   } else if constexpr (N == 64) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n64k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n64k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_80)
+  } else if constexpr (N == 80) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n80k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n80k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_96)
   } else if constexpr (N == 96) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n96k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n96k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_112)
+  } else if constexpr (N == 112) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n112k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n112k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_128)
   } else if constexpr (N == 128) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n128k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n128k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_144)
+  } else if constexpr (N == 144) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n144k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n144k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_160)
+  } else if constexpr (N == 160) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n160k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n160k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_176)
+  } else if constexpr (N == 176) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n176k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n176k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_192)
   } else if constexpr (N == 192) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n192k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n192k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_208)
+  } else if constexpr (N == 208) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n208k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n208k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_224)
+  } else if constexpr (N == 224) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n224k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n224k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_240)
+  } else if constexpr (N == 240) {
+    if constexpr (is_same<T, bf16>::value)
+      detail::wgmma_m64n240k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+    else
+      detail::wgmma_m64n240k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
+#if !defined(TP_WGMMA_N_LIST) || defined(TP_WGMMA_N_256)
   } else if constexpr (N == 256) {
     if constexpr (is_same<T, bf16>::value)
       detail::wgmma_m64n256k16_f32_bf16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
     else
       detail::wgmma_m64n256k16_f32_f16_rs<TransB, ScaleA, ScaleB>(d, a, b_desc, scale_d);
+#endif
   } else {
-    static_assert(N < 0, "wgmma wrappers are generated for N in {16, 32, 64, 96, 128, 192, 256}: add N to scripts/gen_wgmma.py");
+    static_assert(N < 0, "no wgmma wrapper for this N: N is a multiple of 16 up to 256, and a file that defines TP_WGMMA_N_LIST defines TP_WGMMA_N_<N> for each N it uses");
   }
 }
 
