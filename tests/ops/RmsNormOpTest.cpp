@@ -173,3 +173,21 @@ TEST(RmsNorm, BadInputIsRejectedWithItsName) {
 }
 
 } // namespace
+
+// The default's threads: about 32 elements a thread once the rows fill every SM twice over
+// (T >= kManyRows), about 8 for fewer rows (decode), at least 128 and at most 1024 a block, and
+// never past what a thread may hold (validate).
+TEST(RmsNorm, DefaultThreadsFollowTheRowCount) {
+  struct Want {
+    int64_t T, H, threads;
+  };
+  for (Want w : {Want{8192, 8192, 256}, Want{4096, 4096, 128}, Want{rmsnorm::kManyRows, 5120, 160},
+                 Want{rmsnorm::kManyRows - 1, 8192, 1024}, Want{1, 4096, 512}, Want{1, 512, 128},
+                 Want{16384, 65536, 1024}, Want{4096, 300, 128}}) {
+    Problem p = problem(w.T, w.H, 0);
+    Config c = rmsnorm::default_config(p, "sm_90a");
+    EXPECT_EQ(c.at("threads"), w.threads) << "T=" << w.T << " H=" << w.H;
+    EXPECT_EQ(c.at("rows"), 1);
+    rmsnorm::validate(p, c);
+  }
+}

@@ -29,6 +29,9 @@ Config default_config(const Problem& p, const std::string& arch);
 /// than kMaxPerThread fragment elements per thread).
 void validate(const Problem& p, const Config& c);
 inline constexpr int64_t kMaxPerThread = 64;
+/// Rows from which the default config gives each thread about 32 elements instead of 8: two
+/// blocks for each SM of the largest GPU this targets (132 on an H100 / H200 SXM), rounded.
+inline constexpr int64_t kManyRows = 256;
 /// Knobs rows (rows per block) and threads; H is a compile-time constant, T is bound at launch.
 Kernel build(const Problem& p, const Config& c);
 /// x and r uniform in [-1, 1), w in [0.5, 1.5), outputs poisoned.
