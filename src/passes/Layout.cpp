@@ -9,7 +9,10 @@ namespace tp::passes {
 FragmentLayout FragmentLayout::wgmma(int64_t M, int64_t N, int warpgroups) {
   internal_assert(M % (64 * warpgroups) == 0)
       << "wgmma layout: M=" << M << " not a multiple of 64 x " << warpgroups << " warpgroups";
-  internal_assert(N % 8 == 0 && N <= 256) << "wgmma layout: N=" << N;
+  // No bound on N: one instruction's accumulator is at most 256 wide (InferLayouts checks that
+  // for an accumulator), but a register A operand is laid out the same way along its K, which
+  // takes as many k16 steps as it has.
+  internal_assert(N % 8 == 0) << "wgmma layout: N=" << N;
   FragmentLayout l;
   l.kind = Kind::wgmma_acc;
   l.M = M;

@@ -437,3 +437,13 @@ TEST(InferLayouts, WgmmaTakesEveryMultipleOf16UpTo256) {
         << "N = " << n;
   }
 }
+
+// A register A operand of wgmma is laid out like an accumulator along its K, which is not
+// bounded by one instruction's width: K = 272 is 17 k16 steps. (The layout once asserted N <= 256,
+// so a 272-key attention block was an internal error.)
+TEST(InferLayouts, WgmmaRegisterOperandMayBeWiderThanOneInstruction) {
+  FragmentLayout a = FragmentLayout::wgmma(128, 272, 2);
+  EXPECT_EQ(a.kind, Kind::wgmma_acc);
+  EXPECT_EQ(a.N, 272);
+  EXPECT_EQ(a.slabs, 1);
+}

@@ -154,7 +154,10 @@ std::vector<Knob> AttentionOp::knobs(const std::string& arch) const {
            512,
            0,
            16},
-          {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, 512, 0, 16},
+          // On sm_90a the first gemm's accumulator (bm x bn) is one wgmma wide, at most 256;
+          // wider blocks run both gemms as mma on the other targets.
+          {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, hopper ? 256 : 512, 0,
+           16},
           {"stages", {1, 2, 3}, "pipeline depth", 1, 4},
           {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
           // The persistent schedule exists for warp-specialized (TMA) kernels only.
