@@ -424,10 +424,20 @@ private:
                     "' in " + why + " (" + loc.str() + ")";
       return false;
     }
-    if (!it->second.same_as(l))
+    if (!it->second.same_as(l)) {
+      // An mma accumulator's layout (or one derived from it), not wgmma's.
+      auto from_mma = [](const std::string& t) {
+        for (size_t at = t.find("mma_acc"); at != std::string::npos; at = t.find("mma_acc", at + 1))
+          if (at == 0 || t[at - 1] != 'g') return true;
+        return false;
+      };
+      const bool mixed =
+          !mma_note_.empty() && (from_mma(it->second.str()) || from_mma(l.str()));
       user_error(loc) << "layout conflict: fragment '" << b->name << "' has layout "
                       << it->second.str() << " but " << why << " needs " << l.str()
-                      << "; copy one of them through a shared tile";
+                      << "; copy one of them through a shared tile"
+                      << (mixed ? " (" + mma_note_ + ")" : std::string());
+    }
     return false;
   }
 
@@ -472,6 +482,16 @@ private:
       }
       if (kind != GemmKind::simt)
         assign(C, FragmentLayout::wgmma(M, N, W), g->loc, "the wgmma accumulator");
+      else if (mma_note_.empty() && b_shared)
+        mma_note_ = "the gemm at " + g->loc.str() + " runs as mma, not wgmma: " +
+                    (M % (64 * W) != 0   ? "its " + std::to_string(M) +
+                                             " rows are not 64 per consumer warpgroup"
+                     : !wrapped          ? "its width N = " + std::to_string(N) +
+                                             " is not a multiple of 16 up to 256"
+                     : K % 16 != 0       ? "its K = " + std::to_string(K) +
+                                             " is not a multiple of 16"
+                                         : std::string("a shared operand's rows are not a "
+                                                       "multiple of 32 bytes (no swizzle)"));
     }
     // mma.sync: the sm_80 path, and on sm_90 the gemms wgmma's shape rules refuse (a 64-row
     // tile over two warpgroups, an N it has no wrapper for), which sm_90 runs too; the SIMT
@@ -661,6 +681,8 @@ private:
   std::map<uint64_t, std::string> shared_a_; // this round's register A operands better shared
   std::set<uint64_t> kept_in_shared_;        // such operands: never given a register layout
   std::string conflict_;
+  // Why a gemm on a wgmma target runs as mma (said with a layout conflict it causes).
+  std::string mma_note_;
   std::vector<ir::Stmt> stmts_;
   std::vector<Buffer> fragments_, shared_;
   std::vector<const ir::Gemm*> gemms_;

@@ -447,3 +447,36 @@ TEST(InferLayouts, WgmmaRegisterOperandMayBeWiderThanOneInstruction) {
   EXPECT_EQ(a.N, 272);
   EXPECT_EQ(a.slabs, 1);
 }
+
+// Two gemms whose first is wider than one wgmma (N = 272) and so runs as mma, its result the
+// register A operand of a second that wgmma takes: the two accumulator layouts meet, and the
+// error says which gemm fell back to mma and why.
+TEST(InferLayouts, ConflictFromAnMmaFallbackSaysWhy) {
+  Dim S("S");
+  Tensor Q("Q", {S, 64}, bf16), K("K", {S, 64}, bf16), V("V", {S, 64}, bf16);
+  Tensor O("O", {S, 64}, f32);
+  Kernel k = kernel("wide_keys", {Q, K, V, O}, grid(ceildiv(S, 128)), threads(256), [&](Var bx) {
+    Tile qs = alloc_shared({128, 64}, bf16), ks = alloc_shared({272, 64}, bf16);
+    Tile vs = alloc_shared({272, 64}, bf16);
+    Tile s = alloc_fragment({128, 272}, f32), p = alloc_fragment({128, 272}, bf16);
+    Tile o = alloc_fragment({128, 64}, f32);
+    copy(Q.tile(bx * 128, 0), qs);
+    copy(K.tile(0, 0), ks);
+    copy(V.tile(0, 0), vs);
+    gemm(qs, ks, s, {.trans_b = true, .clear = true});
+    copy(s, p);
+    gemm(p, vs, o, {.clear = true});
+    copy(o, O.tile(bx * 128, 0));
+  });
+  try {
+    passes::infer_layouts(k.node(), sm90());
+    ADD_FAILURE() << "no layout conflict";
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("layout conflict"), std::string::npos) << what;
+    EXPECT_NE(what.find("runs as mma, not wgmma: its width N = 272 is not a multiple of 16 up "
+                        "to 256"),
+              std::string::npos)
+        << what;
+  }
+}
