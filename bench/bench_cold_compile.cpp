@@ -4,7 +4,10 @@
 // Columns, medians over --runs, wall and process CPU seconds (CPU is steadier on a shared host):
 //   full     -arch=<arch>: front end + NVVM + ptxas (what a cold jit_load pays)
 //   ptx      -arch=compute_<arch>: front end + NVVM only; ptxas = full - ptx
-//   prelude  an empty kernel that includes the device library (header parsing + NVRTC startup)
+//   prelude  an empty kernel that includes the device library as a generated kernel without a
+//            gemm does, asking for no wgmma wrappers (header parsing + NVRTC startup)
+//   wgmma    the same with every wgmma wrapper (what each kernel parsed before the device
+//            library compiled only the widths a kernel asks for)
 //   builtin  an empty kernel without it (NVRTC's own builtin prelude + startup)
 //   bench_cold_compile [--op gemm --op attention --op rmsnorm] [--arch sm_90a] [--runs 5]
 //                      [--shape M=8192,N=8192,K=8192] [--dump DIR]
@@ -126,13 +129,18 @@ int main(int argc, char** argv) {
     const std::string empty_kernel = "extern \"C\" __global__ void tp_empty() {}\n";
     Timing builtin = measure(runs, [&] { rt::nvrtc_compile(empty_kernel, "b", virtual_arch, {}); });
     Timing prelude = measure(runs, [&] {
-      rt::nvrtc_compile("#include \"tilepilot_device.cuh\"\n" + empty_kernel, "p", virtual_arch,
+      rt::nvrtc_compile("#define TP_WGMMA_N_LIST 1\n#include \"tilepilot_device.cuh\"\n" +
+                            empty_kernel,
+                        "p", virtual_arch, {});
+    });
+    Timing wgmma = measure(runs, [&] {
+      rt::nvrtc_compile("#include \"tilepilot_device.cuh\"\n" + empty_kernel, "w", virtual_arch,
                         {});
     });
-    fmt::print("{:<12} {:>6} {:>12} {:>15} {:>15} {:>15} {:>15} {:>15}\n", "op", "lines", "headers",
-               "full s", "ptx s", "ptxas s", "prelude s", "builtin s");
-    fmt::print("{:<12} {:>6} {:>12} {:>15} {:>15} {:>15} {:>15} {:>15}\n", "", "", "(lines)",
-               "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu");
+    fmt::print("{:<12} {:>6} {:>12} {:>15} {:>15} {:>15} {:>15} {:>15} {:>15}\n", "op", "lines",
+               "headers", "full s", "ptx s", "ptxas s", "prelude s", "wgmma s", "builtin s");
+    fmt::print("{:<12} {:>6} {:>12} {:>15} {:>15} {:>15} {:>15} {:>15} {:>15}\n", "", "", "(lines)",
+               "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu", "wall/cpu");
     auto pair = [](double w, double c) { return fmt::format("{:.3f}/{:.3f}", w, c); };
     for (const std::string& name : op_names) {
       cuda::LoweredKernel lk = default_kernel(name, arch, shape);
@@ -149,10 +157,11 @@ int main(int argc, char** argv) {
       Timing ptx = measure(runs, [&] { rt::nvrtc_compile(lk.source, lk.entry, virtual_arch, {}); });
       auto [headers, header_lines] = headers_reached(lk.source);
       int lines = int(std::count(lk.source.begin(), lk.source.end(), '\n'));
-      fmt::print("{:<12} {:>6} {:>12} {:>15} {:>15} {:>15} {:>15} {:>15}\n", name, lines,
+      fmt::print("{:<12} {:>6} {:>12} {:>15} {:>15} {:>15} {:>15} {:>15} {:>15}\n", name, lines,
                  fmt::format("{} ({})", headers, header_lines), pair(full.wall, full.cpu),
                  pair(ptx.wall, ptx.cpu), pair(full.wall - ptx.wall, full.cpu - ptx.cpu),
-                 pair(prelude.wall, prelude.cpu), pair(builtin.wall, builtin.cpu));
+                 pair(prelude.wall, prelude.cpu), pair(wgmma.wall, wgmma.cpu),
+                 pair(builtin.wall, builtin.cpu));
     }
   } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";
