@@ -9,6 +9,7 @@
 #include <tilepilot/tilepilot.h>
 
 #include "LoweredBody.h"
+#include "TwoGemmLoop.h"
 #include "ir/IRVisitor.h"
 
 using namespace tp;
@@ -40,11 +41,12 @@ Kernel one_gemm(int threads, bool persistent, bool cluster, int blocks_per_sm = 
       KernelOptions{.blocks_per_sm = blocks_per_sm});
 }
 
-/// The device-library calls of the lowered body: how often each name appears, and the
-/// constant arguments of the first call of each name.
+/// The device-library calls of the lowered body: how often each name appears, the constant
+/// arguments of the first call of each name, and every name in program order.
 struct Calls {
   std::map<std::string, int> count;
   std::map<std::string, std::vector<int64_t>> first_args;
+  std::vector<std::string> sequence;
   int n(const std::string& name) const { return count.count(name) ? count.at(name) : 0; }
 };
 
@@ -53,6 +55,7 @@ Calls calls_of(const Kernel& k) {
     Calls out;
     using ir::IRVisitor::visit;
     void visit(const ir::Intrinsic* c) override {
+      out.sequence.push_back(c->name);
       if (out.count[c->name]++ == 0)
         for (const Expr& a : c->args)
           if (const auto* i = ir::as<ir::IntImm>(a)) out.first_args[c->name].push_back(i->value);
@@ -134,46 +137,11 @@ TEST(LowerWarpSpecialized, RegisterSplitFollowsTheRule) {
 
 namespace {
 
-/// Two gemms a key block with element-wise work between (s = q kᵀ, p = exp2(s), o += p v) over
+/// Two gemms a key block with element-wise work between (tests/support/TwoGemmLoop.h) over
 /// two consumer warpgroups, with the deferred second gemm and ping-pong turns both asked for.
 Kernel deferred_pingpong(bool persistent) {
-  Dim S("S");
-  Tensor Q("Q", {S, 64}, bf16), K("K", {S, 64}, bf16), V("V", {S, 64}, bf16);
-  Tensor O("O", {S, 64}, f32);
-  return kernel("deferred_pingpong", {Q, K, V, O}, grid(ceildiv(S, 128)), tp::threads(256),
-                [&](Var bx) {
-                  if (persistent) annotate("persistent", "1");
-                  Tile qs = alloc_shared({128, 64}, bf16), ks = alloc_shared({64, 64}, bf16);
-                  Tile vs = alloc_shared({64, 64}, bf16);
-                  Tile s = alloc_fragment({128, 64}, f32), p = alloc_fragment({128, 64}, bf16);
-                  Tile o = alloc_fragment({128, 64}, f32);
-                  copy(Q.tile(bx * 128, 0), qs);
-                  clear(o);
-                  Schedule sc{.stages = 2, .defer_last_gemm = true, .pingpong = true};
-                  pipelined(ceildiv(S, 64), sc, [&](Var j) {
-                    copy(K.tile(j * 64, 0), ks);
-                    copy(V.tile(j * 64, 0), vs);
-                    gemm(qs, ks, s, {.trans_b = true, .clear = true});
-                    parallel({128, 64}, [&](Var i, Var c) { s(i, c) = exp2(s(i, c)); });
-                    copy(s, p);
-                    gemm(p, vs, o);
-                  });
-                  copy(o, O.tile(bx * 128, 0));
-                });
-}
-
-/// The device-library calls of the lowered body in program order.
-std::vector<std::string> call_sequence(const Kernel& k) {
-  struct Collect : ir::IRVisitor {
-    std::vector<std::string> out;
-    using ir::IRVisitor::visit;
-    void visit(const ir::Intrinsic* c) override {
-      out.push_back(c->name);
-      ir::IRVisitor::visit(c);
-    }
-  } v;
-  v.visit(tp::testing::lowered_body(k, passes::Target::parse("sm_90a")));
-  return v.out;
+  return tp::testing::two_gemm_loop({.stages = 2, .defer_last_gemm = true, .pingpong = true}, 256,
+                                    persistent);
 }
 
 } // namespace
@@ -185,7 +153,7 @@ std::vector<std::string> call_sequence(const Kernel& k) {
 // that takes the arrival left over at the end.
 TEST(LowerWarpSpecialized, DeferredGemmTakesPingpongTurns) {
   for (bool persistent : {false, true}) {
-    std::vector<std::string> seq = call_sequence(deferred_pingpong(persistent));
+    const std::vector<std::string> seq = calls_of(deferred_pingpong(persistent)).sequence;
     int waits = 0, passes = 0, commits = 0;
     bool in_turn = false, handed_over = false;
     for (const std::string& name : seq) {

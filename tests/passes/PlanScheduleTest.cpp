@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "PipelinedGemv.h"
+#include "TwoGemmLoop.h"
 #include "ir/IRPrinter.h"
 #include "ops/gemm/GemmOp.h"
 #include "passes/FlattenLets.h"
@@ -27,31 +28,9 @@ passes::PipelinePlan plan_for(const Kernel& k, const std::string& arch) {
   return passes::plan_pipeline(kn, l, t);
 }
 
-/// Two gemms per iteration with element-wise work between them: s = q kᵀ, p = exp2(s) in bf16,
-/// o += p v. `threads` consumer threads, a 128-row block.
+/// Two gemms per iteration with element-wise work between them (tests/support/TwoGemmLoop.h).
 Kernel two_gemms(Schedule sc, int threads = 256) {
-  Dim S("S"), D("D");
-  Tensor Q("Q", {S, 64}, bf16), K("K", {S, 64}, bf16), V("V", {S, 64}, bf16);
-  Tensor O("O", {S, 64}, f32);
-  (void)D;
-  return kernel("two_gemms", {Q, K, V, O}, grid(ceildiv(S, 128)), tp::threads(threads),
-                [&](Var bx) {
-                  Tile qs = alloc_shared({128, 64}, bf16), ks = alloc_shared({64, 64}, bf16);
-                  Tile vs = alloc_shared({64, 64}, bf16);
-                  Tile s = alloc_fragment({128, 64}, f32), p = alloc_fragment({128, 64}, bf16);
-                  Tile o = alloc_fragment({128, 64}, f32);
-                  copy(Q.tile(bx * 128, 0), qs);
-                  clear(o);
-                  pipelined(ceildiv(S, 64), sc, [&](Var j) {
-                    copy(K.tile(j * 64, 0), ks);
-                    copy(V.tile(j * 64, 0), vs);
-                    gemm(qs, ks, s, {.trans_b = true, .clear = true});
-                    parallel({128, 64}, [&](Var i, Var c) { s(i, c) = exp2(s(i, c)); });
-                    copy(s, p);
-                    gemm(p, vs, o);
-                  });
-                  copy(o, O.tile(bx * 128, 0));
-                });
+  return tp::testing::two_gemm_loop(sc, threads);
 }
 
 /// The one-gemm GEMM loop of the gemm operator's kernel shape, with a stated schedule.
@@ -127,10 +106,10 @@ TEST(PlanSchedule, StructuralRulesAreUserErrorsAtTheLoop) {
               one_gemm({.stages = 1, .copies = Schedule::Copies::cp_async});
             }).find("copies = cp_async with stages = 1"),
             std::string::npos);
-  // The error points at the loop in this file.
+  // The error points at the loop in the file that writes it.
   EXPECT_NE(user_error_of([] {
               two_gemms({.stages = 1, .defer_last_gemm = true});
-            }).find("PlanScheduleTest.cpp"),
+            }).find("TwoGemmLoop.h"),
             std::string::npos);
 }
 

@@ -67,7 +67,8 @@ std::set<int> wgmma_ns(const ir::Stmt& body) {
     using ir::IRVisitor::visit;
     void visit(const ir::Intrinsic* c) override {
       for (const char* prefix : {"tp::cg::wgmma_ss<", "tp::cg::wgmma_rs<"})
-        if (c->name.rfind(prefix, 0) == 0) ns.insert(std::stoi(c->name.substr(c->name.find(',') + 1)));
+        if (c->name.rfind(prefix, 0) == 0)
+          ns.insert(std::stoi(c->name.substr(c->name.find(',') + 1)));
       ir::IRVisitor::visit(c);
     }
   } v;

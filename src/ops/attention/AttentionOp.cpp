@@ -146,43 +146,43 @@ std::vector<Knob> AttentionOp::knobs(const std::string& arch) const {
   const bool hopper = arch == "sm_90a";
   // The interpreter ("cpu") takes every config some GPU arch takes.
   const bool tma = arch != "sm_80";
-  return {{"bm",
-           {64, 128, 192},
-           "query rows per block (a multiple of 16; 192: three consumer "
-           "warpgroups)",
-           16,
-           512,
-           0,
-           16},
-          // On sm_90a the first gemm's accumulator (bm x bn) is one wgmma wide, at most 256;
-          // wider blocks run both gemms as mma on the other targets.
-          {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, hopper ? 256 : 512, 0,
-           16},
-          {"stages", {1, 2, 3}, "pipeline depth", 1, 4},
-          {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
-          // The persistent schedule exists for warp-specialized (TMA) kernels only.
-          {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-           "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
-          // Ping-pong turns were slower than free-running warpgroups on 7 of 8 shapes (6-14 %,
-          // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
-          {"pingpong",
-           {0},
-           "1: consumer warpgroups alternate gemms and the row statistics (sm_90a)",
-           0,
-           tma ? 1 : 0},
-          // The deferred second gemm (overlap=1) is the sm_90a default; it needs warp-specialized
-          // TMA kernels.
-          {"overlap", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
-           "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0},
-          // Not searched: the compiler takes TMA stores wherever they fit; 0 is for side-by-side
-          // runs against the register stores.
-          {"tma_stores",
-           {1},
-           "0: the output is stored from registers; 1 (default): through shared memory and TMA "
-           "where it fits (sm_90a)",
-           0,
-           1,
-           1}};
+  return {
+      {"bm",
+       {64, 128, 192},
+       "query rows per block (a multiple of 16; 192: three consumer "
+       "warpgroups)",
+       16,
+       512,
+       0,
+       16},
+      // On sm_90a the first gemm's accumulator (bm x bn) is one wgmma wide, at most 256;
+      // wider blocks run both gemms as mma on the other targets.
+      {"bn", {32, 64, 128}, "keys per iteration (a multiple of 16)", 16, hopper ? 256 : 512, 0, 16},
+      {"stages", {1, 2, 3}, "pipeline depth", 1, 4},
+      {"threads", {128, 256, 384}, "threads per block (a multiple of 32)", 32, 1024, 0, 32},
+      // The persistent schedule exists for warp-specialized (TMA) kernels only.
+      {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
+      // Ping-pong turns were slower than free-running warpgroups on 7 of 8 shapes (6-14 %,
+      // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
+      {"pingpong",
+       {0},
+       "1: consumer warpgroups alternate gemms and the row statistics (sm_90a)",
+       0,
+       tma ? 1 : 0},
+      // The deferred second gemm (overlap=1) is the sm_90a default; it needs warp-specialized
+      // TMA kernels.
+      {"overlap", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
+       "1: P.V of block j-1 runs during block j's softmax (sm_90a)", 0, tma ? 1 : 0},
+      // Not searched: the compiler takes TMA stores wherever they fit; 0 is for side-by-side
+      // runs against the register stores.
+      {"tma_stores",
+       {1},
+       "0: the output is stored from registers; 1 (default): through shared memory and TMA "
+       "where it fits (sm_90a)",
+       0,
+       1,
+       1}};
 }
 
 Problem AttentionOp::parse(const std::map<std::string, std::string>& kv, DType dtype) const {
