@@ -425,14 +425,12 @@ private:
       return false;
     }
     if (!it->second.same_as(l)) {
-      // An mma accumulator's layout (or one derived from it), not wgmma's.
-      auto from_mma = [](const std::string& t) {
-        for (size_t at = t.find("mma_acc"); at != std::string::npos; at = t.find("mma_acc", at + 1))
-          if (at == 0 || t[at - 1] != 'g') return true;
-        return false;
+      // An mma accumulator's layout, or a row vector derived from one.
+      auto from_mma = [](const FragmentLayout& f) {
+        return f.kind == FragmentLayout::Kind::mma_acc ||
+               (f.kind == FragmentLayout::Kind::rows && f.parent == FragmentLayout::Kind::mma_acc);
       };
-      const bool mixed =
-          !mma_note_.empty() && (from_mma(it->second.str()) || from_mma(l.str()));
+      const bool mixed = !mma_note_.empty() && (from_mma(it->second) || from_mma(l));
       user_error(loc) << "layout conflict: fragment '" << b->name << "' has layout "
                       << it->second.str() << " but " << why << " needs " << l.str()
                       << "; copy one of them through a shared tile"
@@ -461,18 +459,23 @@ private:
       if (x->scope == Scope::fragment && in_shared(x)) kept_in_shared_.insert(x->uid);
     if (t_.wgmma() && f16 && whole && threads % 128 == 0) {
       int W = threads / 128;
-      bool shape_ok = M % (64 * W) == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0;
       // wgmma reads its shared operands through swizzled layouts, which need rows of a multiple
       // of 32 bytes (assign_shared_layouts); a [K, 8] bf16 B tile has 16-byte rows.
       auto swizzlable = [](const Buffer& b) {
         return b->const_shape().back() * dtype_bytes(b->dtype) % 32 == 0;
       };
-      // device/arch/sm90/wgmma_ops.cuh wraps every N that is a multiple of 16 up to 256
-      // (N_VALUES in scripts/gen_wgmma.py; keep the two rules equal). PTX also has the odd
-      // multiples of 8, which no tile here needs.
-      const bool wrapped = N % 16 == 0 && N >= 16 && N <= 256;
-      shape_ok = shape_ok && wrapped && swizzlable(B) && (!a_shared || swizzlable(A));
-      if (shape_ok && b_shared) {
+      // Why wgmma cannot take this shape (empty when it can). device/arch/sm90/wgmma_ops.cuh
+      // wraps every N that is a multiple of 16 up to 256 (N_VALUES in scripts/gen_wgmma.py; keep
+      // the two rules equal); PTX also has the odd multiples of 8, which no tile here needs.
+      const std::string why_not =
+          M % (64 * W) != 0 ? "its " + std::to_string(M) + " rows are not 64 per consumer warpgroup"
+          : N % 16 != 0 || N > 256
+              ? "its width N = " + std::to_string(N) + " is not a multiple of 16 up to 256"
+          : K % 16 != 0 ? "its K = " + std::to_string(K) + " is not a multiple of 16"
+          : !swizzlable(B) || (a_shared && !swizzlable(A))
+              ? "a shared operand's rows are not a multiple of 32 bytes (no swizzle)"
+              : "";
+      if (why_not.empty() && b_shared) {
         if (a_shared) {
           kind = GemmKind::wgmma_ss;
         } else if (A->scope == Scope::fragment && !g->trans_a) {
@@ -482,16 +485,8 @@ private:
       }
       if (kind != GemmKind::simt)
         assign(C, FragmentLayout::wgmma(M, N, W), g->loc, "the wgmma accumulator");
-      else if (mma_note_.empty() && b_shared)
-        mma_note_ = "the gemm at " + g->loc.str() + " runs as mma, not wgmma: " +
-                    (M % (64 * W) != 0   ? "its " + std::to_string(M) +
-                                             " rows are not 64 per consumer warpgroup"
-                     : !wrapped          ? "its width N = " + std::to_string(N) +
-                                             " is not a multiple of 16 up to 256"
-                     : K % 16 != 0       ? "its K = " + std::to_string(K) +
-                                             " is not a multiple of 16"
-                                         : std::string("a shared operand's rows are not a "
-                                                       "multiple of 32 bytes (no swizzle)"));
+      else if (mma_note_.empty() && b_shared && !why_not.empty())
+        mma_note_ = "the gemm at " + g->loc.str() + " runs as mma, not wgmma: " + why_not;
     }
     // mma.sync: the sm_80 path, and on sm_90 the gemms wgmma's shape rules refuse (a 64-row
     // tile over two warpgroups, an N it has no wrapper for), which sm_90 runs too; the SIMT
@@ -519,8 +514,8 @@ private:
       } else if (fits && A->scope == Scope::fragment) {
         // Warps side by side along N each need whole rows of A, which no accumulator layout
         // gives them: A goes through shared memory (ldmatrix), not the SIMT loop.
-        shared_a_[A->uid] = "the A operand of an mma gemm whose warps share rows (" +
-                            g->loc.str() + "): mma reads it from shared memory";
+        shared_a_[A->uid] = "the A operand of an mma gemm whose warps share rows (" + g->loc.str() +
+                            "): mma reads it from shared memory";
       }
       if (kind != GemmKind::simt)
         assign(C, FragmentLayout::mma(M, N, wm, wn), g->loc, "the mma accumulator");
@@ -622,8 +617,7 @@ private:
     std::set<uint64_t> tensor_core_operands;
     for (const auto& [g, kind] : info_.gemms)
       if (kind != GemmKind::simt) {
-        if (!info_.fragments.count(g->a.buffer->uid))
-          tensor_core_operands.insert(g->a.buffer->uid);
+        if (!info_.fragments.count(g->a.buffer->uid)) tensor_core_operands.insert(g->a.buffer->uid);
         tensor_core_operands.insert(g->b.buffer->uid);
       }
     for (const Buffer& b : shared_) {

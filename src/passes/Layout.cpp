@@ -276,8 +276,8 @@ ReducePlan plan_reduce(const FragmentLayout& src, int dim) {
   if (src.kind == FragmentLayout::Kind::wgmma_acc || src.kind == FragmentLayout::Kind::mma_acc)
     return plan_accumulator_reduce(src, dim);
   if (src.kind != FragmentLayout::Kind::blocked) {
-    p.why_not = "only blocked fragments and accumulators reduce through this plan, not " +
-                src.str();
+    p.why_not =
+        "only blocked fragments and accumulators reduce through this plan, not " + src.str();
     return p;
   }
   if (dim != 0 && dim != 1) {

@@ -432,8 +432,7 @@ TEST(InferLayouts, WgmmaTakesEveryMultipleOf16UpTo256) {
     passes::LayoutInfo l = passes::infer_layouts(k.node(), sm90());
     ASSERT_EQ(l.gemms.size(), 1u);
     const bool wrapped = n % 16 == 0 && n <= 256;
-    EXPECT_EQ(l.gemms.begin()->second,
-              wrapped ? passes::GemmKind::wgmma_ss : passes::GemmKind::mma)
+    EXPECT_EQ(l.gemms.begin()->second, wrapped ? passes::GemmKind::wgmma_ss : passes::GemmKind::mma)
         << "N = " << n;
   }
 }

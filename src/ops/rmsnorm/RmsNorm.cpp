@@ -47,12 +47,12 @@ Config default_config(const Problem& p, const std::string& arch) {
   // The many-row count is a power of two that divides the row's 16-byte runs: the compiler
   // spreads a row over the largest power of two of threads that divides its runs, and any other
   // thread of the block holds nothing (5120 over 160 threads would put 160 elements on each of
-  // 32 threads, and the compiler keeps such a row in shared memory). From the power of two at or above
-  // H / 32 it halves until it divides; rows that divide by no power of two from 128 on keep
+  // 32 threads, and the compiler keeps such a row in shared memory). From the power of two at or
+  // above H / 32 it halves until it divides; rows that divide by no power of two from 128 on keep
   // the few-rows count.
   int64_t threads = std::clamp<int64_t>((H / 8 + 31) / 32 * 32, 128, 1024);
-  const int64_t vec = 16 / dtype_bytes(p.dtype), runs = H % vec == 0 ? H / vec : 1;
-  if (p.at("T") >= kManyRows) {
+  const int64_t vec = 16 / dtype_bytes(p.dtype), runs = H / vec;
+  if (p.at("T") >= kManyRows && H % vec == 0) {
     int64_t t = 128;
     while (t < 1024 && t < H / 32)
       t *= 2;
