@@ -164,7 +164,8 @@ std::vector<Knob> AttentionOp::knobs(const std::string& arch) const {
       {"persistent", hopper ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0},
        "1: one block per SM loops over tiles (sm_90a TMA)", 0, tma ? 1 : 0},
       // Ping-pong turns were slower than free-running warpgroups on 7 of 8 shapes (6-14 %,
-      // H200 device run s3, 2026-11-30); the tuner leaves them out unless a --space names them.
+      // H200 device run s3, 2026-11-30), and with overlap=1 too at all 8 shapes timed (5-16 %,
+      // H100 call s1, 2026-12-07); the tuner leaves them out unless a --space names them.
       {"pingpong",
        {0},
        "1: consumer warpgroups alternate gemms and the row statistics (sm_90a)",
