@@ -47,6 +47,13 @@ std::vector<Case> cases() {
                  "gemv=2,bm=64,bn=16,bk=256,stages=4,threads=256,splits=1"});
   out.push_back({"gemm", "M=7,N=1000,K=520,layout=nt", DType::bf16,
                  "gemv=4,bm=64,bn=16,bk=128,stages=4,threads=256,splits=1"});
+  // Layout nn: B [K, N] read in rows of bn columns, K summed across warps at the end; tails in
+  // N and K, N not 16-byte aligned (the serial loop), two rows a block.
+  for (std::string s : {"M=1,N=4096,K=4100", "M=1,N=77,K=333", "M=1,N=20000,K=520"})
+    out.push_back({"gemm", s + ",layout=nn", DType::bf16,
+                   "gemv=1,bm=64,bn=64,bk=128,stages=4,threads=256,splits=1"});
+  out.push_back({"gemm", "M=3,N=4093,K=1000,layout=nn", DType::f16,
+                 "gemv=2,bm=64,bn=32,bk=64,stages=3,threads=256,splits=1"});
   out.push_back(
       {"gemm", "M=512,N=512,K=512", DType::bf16, "bm=128,bn=128,bk=64,stages=3,threads=128"});
   out.push_back(

@@ -7,6 +7,7 @@
 #include "ir/IR.h"
 #include "ops/Check.h"
 #include "ops/Operator.h"
+#include "ops/gemm/GemmGemv.h"
 #include "ops/gemm/GemmPadK.h"
 #include "tilepilot/tilepilot.h"
 
@@ -34,7 +35,14 @@ TEST(GemmPadK, AppliesWhereKLeavesOperandRowsUnaligned) {
   EXPECT_FALSE(padk::pads(problem("M=77,N=45,K=136,layout=nt"))); // 272-byte rows
   EXPECT_TRUE(padk::pads(problem("M=77,N=64,K=133,layout=nn")));  // A's rows; B's are aligned
   EXPECT_FALSE(padk::pads(problem("M=77,N=45,K=133,layout=nn"))); // B's rows stay unaligned
-  EXPECT_FALSE(padk::pads(problem("M=77,N=45,K=133,layout=tn"))); // rows are M and N long
+  EXPECT_FALSE(padk::pads(problem("M=77,N=45,K=133,layout=tn"))); // B's rows stay unaligned
+  EXPECT_FALSE(padk::pads(problem("M=80,N=64,K=133,layout=tn"))); // rows are M and N long
+  // tn with A [K, M]'s rows unaligned: A is written transposed, and B only where K needs it.
+  EXPECT_TRUE(padk::pads(problem("M=7,N=6144,K=4096,layout=tn")));
+  EXPECT_FALSE(padk::pads_b(problem("M=7,N=6144,K=4096,layout=tn")));
+  EXPECT_TRUE(padk::pads_b(problem("M=7,N=64,K=133,layout=tn")));
+  EXPECT_EQ(padk::steps_layout(problem("M=7,N=64,K=133,layout=tn")), "nn");
+  EXPECT_EQ(padk::steps_layout(problem("M=8,N=64,K=133,layout=tn")), "tn");
   EXPECT_FALSE(padk::pads(problem("M=8,N=8,K=12,layout=nt", DType::f32))); // 48-byte rows
   EXPECT_TRUE(padk::pads(problem("M=8,N=8,K=13,layout=nt", DType::f32)));
   EXPECT_EQ(padk::padded_k(problem("M=77,N=45,K=133,layout=nt")), 136);
@@ -83,6 +91,38 @@ TEST(GemmPadK, ProgramPadsFirstAndTheOtherStepsReadThePaddedOperands) {
   EXPECT_EQ(pa.steps[0].args, (std::vector<int>{0, 1, 2}));
 }
 
+TEST(GemmPadK, TnWithUnalignedRowsOfATransposesAOnlyAndRunsTheNnSteps) {
+  // Decode's M = 7: the first kernel writes A [K, M] as [M, K]; B, the large operand, is read
+  // where it lies, and the default after it is nn's (split-K here).
+  Problem p = problem("M=7,N=6144,K=4096,layout=tn");
+  Config c = op().default_config(p, "sm_90a");
+  ASSERT_EQ(c.at("pad_k"), 1);
+  Problem nn = problem("M=7,N=6144,K=4096,layout=nn");
+  Config cn = op().default_config(nn, "sm_90a");
+  for (const auto& [knob, value] : cn)
+    EXPECT_EQ(c.at(knob), value) << knob;
+  KernelProgram prog = op().program(p, c);
+  ASSERT_GE(prog.steps.size(), 2u);
+  EXPECT_EQ(prog.steps[0].kernel->name, "gemm_tn_pad_k");
+  const int ap = static_cast<int>(prog.intermediates.size()) + 2; // the last intermediate
+  EXPECT_EQ(prog.steps[0].args, (std::vector<int>{0, ap}));
+  EXPECT_EQ(shape_of(prog.intermediates.back()), (std::vector<int64_t>{7, 4096}));
+  // Every later step reads the transposed A and the call's own B.
+  for (size_t s = 1; s < prog.steps.size(); ++s) {
+    EXPECT_EQ(prog.steps[s].kernel->name.find("gemm_tn"), std::string::npos);
+    for (int a : prog.steps[s].args)
+      EXPECT_NE(a, 0) << "step " << s;
+  }
+  EXPECT_EQ(prog.steps[1].args[0], ap);
+  EXPECT_EQ(prog.steps[1].args[1], 1);
+  // A GEMV after it is allowed (its steps are nn); without the first kernel it is refused.
+  Config g = gemv::gemv_config();
+  g["pad_k"] = 1;
+  check_config(op(), p, g, "sm_90a");
+  g["pad_k"] = 0;
+  EXPECT_THROW(check_config(op(), p, g, "sm_90a"), UserError);
+}
+
 TEST(GemmPadK, DefaultAsksForItOnlyOnThePlainSm90Kernel) {
   EXPECT_EQ(op().default_config(problem("M=2048,N=2048,K=2047,layout=nt"), "sm_90a").at("pad_k"),
             1);
@@ -102,6 +142,12 @@ TEST(GemmPadK, AgreesWithFp64ReferenceOnEveryElementWithEachFollowingStep) {
       {"M=77,N=45,K=133,layout=nt", DType::bf16, "pad_k=1"},
       {"M=100,N=64,K=37,layout=nn", DType::bf16, "pad_k=1"},
       {"M=9,N=20,K=13,layout=nt", DType::f32, "pad_k=1"},
+      // tn: A transposed alone (K aligned), and with B's zero rows (K odd), 33 rows of A
+      // (two 32-row tiles of the transpose), a GEMV after it.
+      {"M=7,N=64,K=136,layout=tn", DType::bf16, "pad_k=1"},
+      {"M=33,N=48,K=133,layout=tn", DType::f16, "pad_k=1"},
+      {"M=3,N=40,K=77,layout=tn", DType::bf16,
+       "pad_k=1,gemv=1,bn=16,bk=64,stages=2,threads=256,splits=1"},
       {"M=70,N=45,K=133,layout=nt", DType::f16, "pad_k=1,splits=2"},
       {"M=3,N=45,K=133,layout=nt", DType::bf16,
        "pad_k=1,gemv=2,bn=16,bk=128,stages=3,threads=256,splits=1"},

@@ -16,19 +16,28 @@ int64_t rows_of(const Config& c) {
   return it == c.end() ? 0 : it->second;
 }
 
-Kernel build_gemv(DType dtype, const Config& c) {
+Kernel build_gemv(DType dtype, const std::string& layout, const Config& c) {
   const int64_t bn = c.at("bn"), bk = c.at("bk"), rows = rows_of(c);
   const int stages = static_cast<int>(c.at("stages"));
+  // nt: B [N, K], a block's tile is bn rows of K (outputs along its rows). nn: B [K, N], the
+  // tile is bk rows of bn columns (outputs along its columns). Either way each tile's rows are
+  // contiguous in memory, so its loads are 16-byte runs; only the axis that K runs along, and so
+  // the axis the partials are summed along, differs.
+  const bool bt = layout == "nt";
+  const int k_axis = bt ? 1 : 0;
   Dim M("M"), N("N"), K("K");
-  Tensor A("A", {M, K}, dtype), B("B", {N, K}, dtype), C("C", {M, N}, dtype);
+  Tensor A("A", {M, K}, dtype), C("C", {M, N}, dtype);
+  Tensor B("B", bt ? std::vector<Expr>{N, K} : std::vector<Expr>{K, N}, dtype);
+  const std::vector<int64_t> tile =
+      bt ? std::vector<int64_t>{bn, bk} : std::vector<int64_t>{bk, bn};
   auto body = [&](Var bx, Var by) {
     // One set of tiles per row of A the block owns: each B element loaded is used `rows` times.
     // Rows past M read zeros (a copy's edge) and are not stored.
-    Tile b = alloc_fragment({bn, bk}, f32);
+    Tile b = alloc_fragment(tile, f32);
     std::vector<Tile> x, part, y;
     for (int64_t r = 0; r < rows; ++r) {
       x.push_back(alloc_fragment({bk}, f32));
-      part.push_back(alloc_fragment({bn, bk}, f32));
+      part.push_back(alloc_fragment(tile, f32));
       y.push_back(alloc_fragment({bn}, f32));
       clear(part.back());
     }
@@ -36,20 +45,20 @@ Kernel build_gemv(DType dtype, const Config& c) {
     // 16-byte aligned; elsewhere the loop runs serially (docs/schedules.md).
     Schedule schedule{.stages = stages, .copies = Schedule::Copies::cp_async};
     pipelined(ceildiv(K, bk), schedule, [&](Var k) {
-      copy(B.tile(bx * bn, k * bk), b);
+      copy(bt ? B.tile(bx * bn, k * bk) : B.tile(k * bk, bx * bn), b);
       for (int64_t r = 0; r < rows; ++r)
         copy(A.tile(by * rows + r, k * bk), x[r]);
-      parallel({bn, bk}, [&](Var i, Var j) {
+      parallel(tile, [&](Var i, Var j) {
         for (int64_t r = 0; r < rows; ++r)
-          part[r](i, j) = part[r](i, j) + b(i, j) * x[r](j);
+          part[r](i, j) = part[r](i, j) + b(i, j) * x[r](bt ? Expr(j) : Expr(i));
       });
     });
     for (int64_t r = 0; r < rows; ++r) {
-      reduce_sum(part[r], y[r], 1);
+      reduce_sum(part[r], y[r], k_axis);
       copy(y[r], C.tile(by * rows + r, bx * bn));
     }
   };
-  return kernel("gemv_nt_r" + std::to_string(rows), {A, B, C},
+  return kernel("gemv_" + layout + "_r" + std::to_string(rows), {A, B, C},
                 grid(ceildiv(N, bn), ceildiv(M, rows)), threads(static_cast<int>(c.at("threads"))),
                 body);
 }
@@ -60,6 +69,12 @@ Config gemv_config() {
   // at every shape; 3 stages were 0.4-3.4 % slower at four and within 0.1 % at two. bm is not
   // read; 64 keeps the config a valid wgmma tile when a partial config sets gemv=0 over it.
   return {{"gemv", 1}, {"bm", 64}, {"bn", 16}, {"bk", 256}, {"stages", 4}, {"threads", 256}};
+}
+
+Config gemv_config_nn() {
+  // 64 columns of C a block (128-byte rows of B), 128 rows of K a step, 256 threads, 4 stages:
+  // 16 KiB of B a stage in flight per block. Not yet measured on a GPU.
+  return {{"gemv", 1}, {"bm", 64}, {"bn", 64}, {"bk", 128}, {"stages", 4}, {"threads", 256}};
 }
 
 } // namespace tp::ops::gemv

@@ -104,8 +104,9 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
           // there.
           {"gemv",
            {0},
-           "R >= 1: layout nt as a matrix-vector product on the CUDA cores, R rows of A a block "
-           "(B is read ceil(M / R) times); bn rows of B a block, bk a step (bm is not read)",
+           "R >= 1: layouts nt and nn as a matrix-vector product on the CUDA cores, R rows of A "
+           "a block (B is read ceil(M / R) times); bn columns of C a block, bk a step (bm is "
+           "not read)",
            0,
            gemv::kMaxRows},
           // The shape decides it (from_default): the default sets it where it applies, and a
@@ -240,6 +241,15 @@ Problem GemmOp::tuning_problem(const Problem& p) const {
 }
 
 Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
+  // tn with A's rows unaligned and K aligned: a first kernel copies only A (M x K) transposed,
+  // so the shape takes nn's default after it, decode included (GemmPadK.h).
+  if (arch == "sm_90a" && padk::pads(p) && !padk::pads_b(p)) {
+    Problem q = p;
+    q.options["layout"] = padk::steps_layout(p);
+    Config c = default_config(q, arch);
+    c["pad_k"] = 1;
+    return c;
+  }
   if (arch == "sm_90a") {
     Config c = gemv_default(p);
     if (!c.empty()) return c;
@@ -267,10 +277,11 @@ void GemmOp::validate(const Problem& p, const Config& c) const {
     user_error() << "gemm: splits=" << c.at("splits")
                  << " takes neither cluster=2 nor persistent=1; use splits=1 or leave them out";
   if (gemv::gemv_of(c)) {
-    if (p.options.at("layout") != "nt")
+    // tn reaches the GEMV only through the first kernel's transposed A (its steps run nn).
+    const bool tn_steps = p.options.at("layout") == "tn" && !(padk::pad_k_of(c) && padk::pads(p));
+    if (tn_steps)
       user_error() << "gemm: gemv=" << c.at("gemv")
-                   << " takes layout=nt (got layout=" << p.options.at("layout")
-                   << "); use gemv=0 for this shape";
+                   << " takes layout=nt or nn (got layout=tn); use gemv=0 for this shape";
     if (splitk::splits_of(c) > 1 || (c.count("cluster") && c.at("cluster") > 1) ||
         (c.count("persistent") && c.at("persistent")))
       user_error() << "gemm: gemv=" << c.at("gemv")
@@ -283,31 +294,38 @@ void GemmOp::validate(const Problem& p, const Config& c) const {
 Kernel GemmOp::build(const Problem& p, const Config& c) const {
   // With splits, the program's last step (the one that writes C), as Operator::build says.
   if (splitk::splits_of(c) > 1) return splitk::build_combine(p.dtype, c);
-  if (gemv::gemv_of(c)) return gemv::build_gemv(p.dtype, c);
+  if (gemv::gemv_of(c)) return gemv::build_gemv(p.dtype, p.options.at("layout"), c);
   return gemm_kernel(p.dtype, p.options.at("layout"), c);
 }
 
 KernelProgram GemmOp::program(const Problem& p, const Config& c) const {
+  // Where the first kernel aligns the operands, the steps after it read them in its layout
+  // (tn's A transposed is nn).
+  const bool aligns = padk::pad_k_of(c) && padk::pads(p);
+  Problem q = p;
+  if (aligns) q.options["layout"] = padk::steps_layout(p);
   KernelProgram prog;
   if (splitk::splits_of(c) <= 1) {
-    prog = Operator::program(p, c);
+    prog = Operator::program(q, c);
   } else {
     // Call arguments A 0, B 1, C 2; the partials are intermediate 0, bound as 3.
-    prog.intermediates = splitk::split_intermediates(p, c);
-    prog.steps.push_back({splitk::build_split(p.dtype, p.options.at("layout"), c), {0, 1, 3}});
-    prog.steps.push_back({splitk::build_combine(p.dtype, c), {3, 2}});
+    prog.intermediates = splitk::split_intermediates(q, c);
+    prog.steps.push_back({splitk::build_split(q.dtype, q.options.at("layout"), c), {0, 1, 3}});
+    prog.steps.push_back({splitk::build_combine(q.dtype, c), {3, 2}});
   }
-  if (!padk::pad_k_of(c) || !padk::pads(p)) return prog;
-  // K padding goes first: the padded operands are the last two intermediates, and every step
-  // reads them where it read A and B (their K, the kernels' K, is the padded one).
-  const int ap = 3 + static_cast<int>(prog.intermediates.size()), bp = ap + 1;
+  if (!aligns) return prog;
+  // The aligned operands go first: they are the last intermediates, and every step reads them
+  // where it read A (and B, where B is copied too).
+  const bool pad_b = padk::pads_b(p);
+  const int ap = 3 + static_cast<int>(prog.intermediates.size()), bp = pad_b ? ap + 1 : 1;
   for (const ArgSpec& s : padk::pad_intermediates(p))
     prog.intermediates.push_back(s);
   for (KernelStep& step : prog.steps)
     for (int& a : step.args)
       a = a == 0 ? ap : a == 1 ? bp : a;
+  std::vector<int> args = pad_b ? std::vector<int>{0, 1, ap, bp} : std::vector<int>{0, ap};
   prog.steps.insert(prog.steps.begin(),
-                    {padk::build_pad(p.dtype, p.options.at("layout")), {0, 1, ap, bp}});
+                    {padk::build_pad(p.dtype, p.options.at("layout"), pad_b), std::move(args)});
   return prog;
 }
 

@@ -10,8 +10,13 @@
 //   then the config's own steps (the plain kernel, split-K's two, the GEMV) on Ap, Bp for A, B.
 // Knob pad_k=1 asks for it (GemmOp::program); the sm_90a default sets it for the plain kernel.
 // Layouts: nt pads both operands' rows; nn pads A's rows and adds zero rows to B [K, N] (its
-// rows are N long, so N must already be aligned). tn's rows are M and N long: nothing to pad.
+// rows are N long, so N must already be aligned). tn's rows are M and N long, so K needs no
+// padding there; where M leaves A [K, M]'s rows unaligned (decode's M = 7, say: no TMA for A,
+// 0.24-0.33x cuBLASLt on the H100, device run r3 of 2026-12-06), the first kernel writes A
+// transposed, [M, Kp], and the steps after it run as nn (B [K, N] gains zero rows only where
+// Kp > K). A is M x K: at decode that copy is a few tens of KiB.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "tilepilot/operator.h"
@@ -20,14 +25,20 @@ namespace tp::ops::padk {
 
 /// The config's `pad_k`: 0 when absent.
 bool pad_k_of(const Config& c);
-/// Whether padding K makes every operand row of `p` 16-byte aligned where it was not: K is
-/// not a multiple of 16 bytes, layout nt, or nn with N aligned.
+/// Whether the first kernel makes every operand row of `p` 16-byte aligned where it was not:
+/// K is not a multiple of 16 bytes, layout nt, or nn with N aligned; or layout tn with M not
+/// a multiple of 16 bytes and N aligned.
 bool pads(const Problem& p);
+/// The layout the steps after the first kernel run in: nn for tn's transposed A, else p's.
+std::string steps_layout(const Problem& p);
+/// Whether the first kernel writes a padded B too (always but in tn with K aligned).
+bool pads_b(const Problem& p);
 /// K rounded up to 16 bytes of `p`'s dtype.
 int64_t padded_k(const Problem& p);
-/// Kernel 1: A, B -> Ap, Bp with zeros past K.
-Kernel build_pad(DType dtype, const std::string& layout);
-/// Ap and Bp (intermediates 0 and 1 of the program).
+/// Kernel 1: A, B -> Ap, Bp with zeros past K (A, B, Ap, Bp), or without B's pair where
+/// pad_b is false (A, Ap). Ap is [M, Kp] in every layout.
+Kernel build_pad(DType dtype, const std::string& layout, bool pad_b);
+/// Ap, and Bp where pads_b (the program's last intermediates).
 std::vector<ArgSpec> pad_intermediates(const Problem& p);
 
 } // namespace tp::ops::padk
