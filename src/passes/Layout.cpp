@@ -35,7 +35,7 @@ FragmentLayout FragmentLayout::mma(int64_t M, int64_t N, int warps_m, int warps_
 }
 
 FragmentLayout FragmentLayout::blocked(int64_t M, int64_t N, int vec, int tn, int threads) {
-  internal_assert(vec >= 1 && tn >= 1 && N % (vec * tn) == 0 && threads % tn == 0)
+  internal_assert(vec >= 1 && tn >= 1 && N % vec == 0 && threads % tn == 0)
       << "blocked layout: " << M << "x" << N << ", vec " << vec << ", tn " << tn << " of "
       << threads << " threads";
   FragmentLayout l;
@@ -68,8 +68,12 @@ std::vector<Expr> FragmentLayout::coords(const Expr& t, const Expr& r) const {
 
 Expr FragmentLayout::valid(const Expr& t, const Expr& r) const {
   bool rows_of_blocked = kind == Kind::rows && parent == Kind::blocked;
-  if ((kind != Kind::blocked && !rows_of_blocked) || M % tm == 0) return Expr();
-  return row(t, r) < Expr(M);
+  Expr ok;
+  auto both = [&](Expr e) { ok = ok.defined() ? ok && e : e; };
+  if ((kind == Kind::blocked || rows_of_blocked) && M % tm != 0) both(row(t, r) < Expr(M));
+  // A ragged last run block: a whole run is inside or outside (N is a multiple of vec).
+  if ((kind == Kind::blocked || kind == Kind::cols) && ragged_cols()) both(col(t, r) < Expr(N));
+  return ok;
 }
 
 Expr FragmentLayout::owner(const Expr& t) const {

@@ -13,9 +13,10 @@
 //              power of two), each holding runs of `vec` adjacent elements of a row, so that a
 //              run is one 16-byte global access; element (i, j) is in thread
 //              (i % tm) * tn + (j / vec) % tn, register ((i / tm) * cn + j / (vec * tn)) * vec +
-//              j % vec with cn = N / (vec * tn). Adjacent threads hold adjacent runs of a row.
-//              When tm does not divide M, the last row block's registers past M are unused
-//              (valid() guards them).
+//              j % vec with cn = ceil(N / (vec * tn)). Adjacent threads hold adjacent runs of a
+//              row. When tm does not divide M, the last row block's registers past M are unused;
+//              when vec * tn does not divide N (ragged columns: a row of 5000 over 128 threads),
+//              the registers of the last run block past N are (valid() guards both).
 //   cols       [N] vector in the column distribution of a blocked layout, replicated over its
 //              tm thread rows (also the layout of a lone 1-D fragment: a blocked [1, N]'s row).
 // Fragments with none of these layouts live in shared memory instead (see InferLayouts).
@@ -43,7 +44,7 @@ struct FragmentLayout {
 
   static FragmentLayout wgmma(int64_t M, int64_t N, int warpgroups);
   static FragmentLayout mma(int64_t M, int64_t N, int warps_m, int warps_n);
-  /// @pre N % (vec * tn) == 0, threads % tn == 0.
+  /// @pre N % vec == 0, threads % tn == 0.
   static FragmentLayout blocked(int64_t M, int64_t N, int vec, int tn, int threads);
   FragmentLayout rows() const;
   /// The column vector of a blocked layout.
@@ -59,7 +60,8 @@ struct FragmentLayout {
   /// The fragment's coordinates of register r of thread t ({row, col}, or one for rank 1).
   std::vector<Expr> coords(const Expr& t, const Expr& r) const;
   /// Whether register r of thread t holds an element: undefined (always) unless some registers
-  /// lie past the tile's last row (a blocked layout whose tm does not divide M).
+  /// lie past the tile's last row (a blocked layout whose tm does not divide M) or its last
+  /// column (ragged columns).
   Expr valid(const Expr& t, const Expr& r) const;
   /// Of the threads holding the same replicated element, the one that writes it to memory:
   /// undefined when elements are not replicated.
@@ -67,7 +69,9 @@ struct FragmentLayout {
   /// For a blocked register r, the register of its cols layout holding its column.
   Expr cols_reg(const Expr& r) const;
   int64_t row_blocks() const { return (M + tm - 1) / tm; }
-  int64_t col_runs() const { return N / (vec * tn); }
+  int64_t col_runs() const { return (N + vec * tn - 1) / (vec * tn); }
+  /// Blocked or cols whose last run block is partly past N.
+  bool ragged_cols() const { return N % (int64_t(vec) * tn) != 0; }
 
   bool in_registers() const { return kind != Kind::none; }
   int regs_per_thread() const;

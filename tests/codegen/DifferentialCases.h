@@ -691,6 +691,65 @@ inline DiffCase register_ragged_rows_and_columns() {
   return c;
 }
 
+/// A blocked fragment whose 16-byte runs no power of two of threads divides (N = 1000 bf16:
+/// 125 runs of 8), so the layout spreads them over more threads than divide them and the last
+/// run block is ragged (registers past N hold nothing): row sums, column sums (dim 0), the tile
+/// scaled by its row sums plus a column vector, a round trip through a shared tile, all in
+/// registers. `bm` rows a block over `threads_` threads.
+inline DiffCase register_ragged_columns(const std::string& name, int64_t rows, int64_t bm,
+                                        int64_t N, int threads_) {
+  DiffCase c;
+  c.name = name;
+  Dim M("M");
+  Tensor X("X", {M, N}, bf16), V("V", {N}, bf16), Y("Y", {M, N}, f32), Cs("Cs", {M, N}, f32);
+  c.kernel = kernel("ragged_cols_" + name, {X, V, Y, Cs}, grid(ceildiv(M, bm)), threads(threads_),
+                    [&](Var by) {
+                      Tile x = alloc_fragment({bm, N}, f32), v = alloc_fragment({N}, f32);
+                      Tile rs = alloc_fragment({bm}, f32), cs = alloc_fragment({N}, f32);
+                      Tile sx = alloc_shared({bm, N}, f32);
+                      copy(X.tile(by * bm, 0), x);
+                      copy(V.tile(0), v);
+                      reduce_sum(x, rs, 1);
+                      reduce_sum(x, cs, 0);
+                      parallel({bm, N}, [&](Var i, Var j) { x(i, j) = x(i, j) * rs(i) + v(j); });
+                      copy(x, sx);
+                      copy(sx, x);
+                      copy(x, Y.tile(by * bm, 0));
+                      // Each block's column sums go to the first row of its block in Cs.
+                      copy(cs, Cs.tile({by * bm, 0}, {1, N}));
+                    });
+  c.args = {ints(bf16, {rows, N}, 8), ints(bf16, {N}, 9), sentinel(f32, {rows, N}),
+            sentinel(f32, {rows, N})};
+  c.outputs = {2, 3};
+  c.expect = [rows, bm, N](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < rows; ++i) {
+      double rs = 0;
+      for (int64_t j = 0; j < N; ++j)
+        rs += a[0].get(i * N + j);
+      for (int64_t j = 0; j < N; ++j)
+        a[2].set(i * N + j, a[0].get(i * N + j) * rs + a[1].get(j));
+    }
+    for (int64_t b = 0; b * bm < rows; ++b)
+      for (int64_t j = 0; j < N; ++j) {
+        double cs = 0;
+        for (int64_t i = b * bm; i < std::min(rows, b * bm + bm); ++i)
+          cs += a[0].get(i * N + j);
+        a[3].set(b * bm * N + j, cs);
+      }
+  };
+  return c;
+}
+
+/// Two rows of 1000 over 128 threads (64 x 2): two run blocks, the second ragged; 5 rows.
+inline DiffCase register_ragged_columns_two_rows() {
+  return register_ragged_columns("RegisterFragmentWithRaggedColumnRuns", 5, 2, 1000, 128);
+}
+/// One row of 5000 (625 runs) over 256 threads: three run blocks, the last ragged, the row sum
+/// across warps.
+inline DiffCase register_ragged_columns_one_row() {
+  return register_ragged_columns("RegisterRowWithRaggedColumnRuns", 3, 1, 5000, 256);
+}
+
 /// c = (a + b) * 0.5 over 32 x 128 bf16 tiles (16-byte runs) at a size whose rows start at
 /// every alignment (N odd: the loads take two aligned blocks and a shift, the tensor's last runs
 /// and the stores 8-, 4-byte or element accesses) and whose last tiles are ragged in both
@@ -1162,6 +1221,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"RegisterRowReduceWithinAWarp", register_reduce_in_one_warp},
           {"RegisterRowReduceAcrossWarps", register_reduce_across_warps},
           {"RegisterFragmentWithRaggedRowBlock", register_ragged_rows_and_columns},
+          {"RegisterFragmentWithRaggedColumnRuns", register_ragged_columns_two_rows},
+          {"RegisterRowWithRaggedColumnRuns", register_ragged_columns_one_row},
           {"VectorCopyAtOddSizes", vector_copy_odd},
           {"VectorCopyAligned", vector_copy_aligned},
           {"GemmWithRowsAcrossWarps", gemm_rows_across_warps},

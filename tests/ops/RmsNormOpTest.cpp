@@ -176,18 +176,19 @@ TEST(RmsNorm, BadInputIsRejectedWithItsName) {
 
 } // namespace
 
-// The default's threads: about 32 elements a thread once the rows fill every SM twice over
-// (T >= kManyRows), as a power of two that divides the row's 16-byte runs; about 8 for fewer
-// rows (decode) and for rows no such power of two divides; at least 128 and at most 1024 a
-// block, and never past what a thread may hold (validate).
+// The default's threads: a power of two, about 32 elements a thread once the rows fill every SM
+// twice over (T >= kManyRows) and about 8 for fewer rows (decode), at least 128 and at most 1024
+// a block, and never past what a thread may hold (validate). It need not divide the row's runs
+// (5000, 5120, 7168 and 28672 leave a ragged last run block).
 TEST(RmsNorm, DefaultThreadsFollowTheRowCount) {
   struct Want {
     int64_t T, H, threads;
   };
-  for (Want w : {Want{8192, 8192, 256}, Want{4096, 4096, 128}, Want{rmsnorm::kManyRows, 5120, 128},
-                 Want{4096, 6144, 256}, Want{4096, 28672, 512}, Want{4096, 12288, 512},
-                 Want{rmsnorm::kManyRows - 1, 8192, 1024}, Want{1, 4096, 512}, Want{1, 512, 128},
-                 Want{16384, 65536, 1024}, Want{4096, 300, 128}, Want{4096, 5000, 640}}) {
+  for (Want w : {Want{8192, 8192, 256}, Want{4096, 4096, 128}, Want{rmsnorm::kManyRows, 5120, 256},
+                 Want{4096, 6144, 256}, Want{4096, 7168, 256}, Want{4096, 28672, 1024},
+                 Want{4096, 12288, 512}, Want{rmsnorm::kManyRows - 1, 8192, 1024},
+                 Want{1, 4096, 512}, Want{1, 5120, 1024}, Want{1, 512, 128},
+                 Want{16384, 65536, 1024}, Want{4096, 300, 128}, Want{4096, 5000, 256}}) {
     Problem p = problem(w.T, w.H, 0);
     Config c = rmsnorm::default_config(p, "sm_90a");
     EXPECT_EQ(c.at("threads"), w.threads) << "T=" << w.T << " H=" << w.H;
@@ -197,18 +198,17 @@ TEST(RmsNorm, DefaultThreadsFollowTheRowCount) {
 }
 
 // The default keeps every fragment of the kernel in registers on sm_90a at the hidden sizes of
-// common models, with and without the residual, for prefill and decode row counts. (A first
-// form of the many-row rule gave 5120, 6144, 7168 and 12288 thread counts that are not powers
-// of two; the compiler then kept their rows in shared memory.) Not yet with the residual at
-// 7168, 14336 and 28672: their 16-byte runs (896 = 7 x 128, ...) spread over at most 128, 256
-// and 512 threads, 56 elements each, and the residual kernel's four row fragments then exceed
-// the register budget; the old rule had the same limit there (a register layout that spreads a
-// row over a thread count no power of two divides would lift it).
+// common models and odd ones, with and without the residual, for prefill and decode row counts.
+// (A first form of the many-row rule gave 5120, 6144, 7168 and 12288 thread counts that are not
+// powers of two; the compiler then kept their rows in shared memory. Before ragged layouts the
+// residual kernel at 7168, 14336 and 28672, and any H = 5000, kept rows there too.)
 TEST(RmsNorm, DefaultKeepsTheRowsInRegisters) {
-  for (int64_t H : {2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 12288, 14336, 16384, 28672})
+  // Odd sizes included (5000 = 625 runs of 8, 5001 not a whole run): their last run block is
+  // ragged.
+  for (int64_t H :
+       {2048, 2560, 3072, 4096, 5000, 5001, 5120, 6144, 7168, 8192, 12288, 14336, 16384, 28672})
     for (int64_t T : {1, 4096})
       for (int residual : {0, 1}) {
-        if (residual && (H == 7168 || H == 14336 || H == 28672)) continue;
         Problem p = problem(T, H, residual);
         const Operator& op = find_operator("rmsnorm");
         Kernel k = op.build(p, op.default_config(p, "sm_90a"));

@@ -103,7 +103,15 @@ TEST(InferLayouts, ElementwiseFragmentsAreBlockedInRegisters) {
 // is vec adjacent columns of one row, and adjacent threads hold adjacent runs.
 TEST(InferLayouts, BlockedLayoutCoversTheTileOnceWithContiguousRuns) {
   for (auto [M, N, vec, threads_] : std::vector<std::tuple<int64_t, int64_t, int, int>>{
-           {32, 128, 8, 128}, {1, 8192, 8, 256}, {5, 48, 4, 128}, {3, 24, 8, 64}}) {
+           {32, 128, 8, 128},
+           {1, 8192, 8, 256},
+           {5, 48, 4, 128},
+           {3, 24, 8, 64},
+           // Ragged last run blocks: 625, 125, 896 and 5 runs.
+           {1, 5000, 8, 128},
+           {2, 1000, 8, 128},
+           {1, 7168, 8, 256},
+           {1, 40, 8, 128}}) {
     FragmentLayout f = passes::choose_blocked({M, N}, 16 / vec, threads_);
     std::vector<int> seen(M * N, 0);
     for (int t = 0; t < threads_; ++t)
@@ -111,7 +119,11 @@ TEST(InferLayouts, BlockedLayoutCoversTheTileOnceWithContiguousRuns) {
         Expr ok = f.valid(Expr(t), Expr(r));
         int64_t i = val(f.row(Expr(t), Expr(r)));
         int64_t j = val(f.col(Expr(t), Expr(r)));
-        if (ok.defined() && i >= M) continue;
+        // A register outside the tile (a ragged row or run block) must be guarded by valid().
+        if (i >= M || j >= N) {
+          EXPECT_TRUE(ok.defined()) << "thread " << t << " register " << r;
+          continue;
+        }
         ASSERT_LT(i, M);
         ASSERT_LT(j, N);
         ++seen[i * N + j];
@@ -125,6 +137,33 @@ TEST(InferLayouts, BlockedLayoutCoversTheTileOnceWithContiguousRuns) {
     if (f.tn > 1) // thread 1 holds the run after thread 0's first run
       EXPECT_EQ(val(f.col(Expr(1), Expr(0))), f.vec);
   }
+}
+
+// Runs that no power of two of threads divides, with fewer rows than thread rows, spread over
+// more threads with a ragged last run block; where the runs divide, or the rows fill the
+// thread rows, the layout is what it was.
+TEST(InferLayouts, FewRowsOfOddRunsSpreadOverTheThreadsWithARaggedLastBlock) {
+  FragmentLayout one = passes::choose_blocked({1, 5000}, 2, 128); // 625 runs
+  EXPECT_EQ(one.tn, 128);
+  EXPECT_EQ(one.tm, 1);
+  EXPECT_EQ(one.col_runs(), 5);
+  EXPECT_TRUE(one.ragged_cols());
+  FragmentLayout two = passes::choose_blocked({2, 1000}, 2, 128); // 125 runs
+  EXPECT_EQ(two.tn, 64);
+  EXPECT_EQ(two.tm, 2);
+  EXPECT_EQ(two.regs_per_thread(), 16);
+  FragmentLayout cols = passes::choose_blocked({5000}, 2, 128);
+  EXPECT_EQ(cols.kind, Kind::cols);
+  EXPECT_TRUE(cols.same_as(one.cols()));
+  // Unchanged: runs a power of two divides; enough rows for the thread rows.
+  EXPECT_FALSE(passes::choose_blocked({1, 8192}, 2, 256).ragged_cols());
+  FragmentLayout rows = passes::choose_blocked({128, 40}, 2, 128); // 5 runs, 128 rows
+  EXPECT_EQ(rows.tn, 1);
+  EXPECT_FALSE(rows.ragged_cols());
+  // Whole runs only: a register past N is invalid for its whole run.
+  EXPECT_EQ(truth(one.valid(Expr(127), Expr(32))), 0); // run 4 of thread 127: column 5112
+  EXPECT_EQ(truth(one.valid(Expr(112), Expr(39))), 1); // column 4999
+  EXPECT_EQ(truth(one.valid(Expr(113), Expr(32))), 0); // column 5000
 }
 
 // An f32 fragment read from a bf16 tensor takes runs of 8 (16 bytes of bf16); one touching only

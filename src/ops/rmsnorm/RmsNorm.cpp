@@ -44,22 +44,16 @@ Config default_config(const Problem& p, const std::string& arch) {
   // 0.0501 with 512. Few rows keep eight a thread, so that the one or few blocks spread
   // the row over more threads (T = 1, H = 4096: 4.61 us with 512, 4.70 with 128).
   //
-  // The many-row count is a power of two that divides the row's 16-byte runs: the compiler
-  // spreads a row over the largest power of two of threads that divides its runs, and any other
-  // thread of the block holds nothing (5120 over 160 threads would put 160 elements on each of
-  // 32 threads, and the compiler keeps such a row in shared memory). From the power of two at or
-  // above H / 32 it halves until it divides; rows that divide by no power of two from 128 on keep
-  // the few-rows count.
-  int64_t threads = std::clamp<int64_t>((H / 8 + 31) / 32 * 32, 128, 1024);
-  const int64_t vec = 16 / dtype_bytes(p.dtype), runs = H / vec;
-  if (p.at("T") >= kManyRows && H % vec == 0) {
-    int64_t t = 128;
-    while (t < 1024 && t < H / 32)
-      t *= 2;
-    while (t > 128 && runs % t != 0)
-      t /= 2;
-    if (runs % t == 0) threads = t;
-  }
+  // The count is a power of two: the compiler spreads a one-row block's row over a power of two
+  // of threads, so a count such as 640 (H = 5120 at eight a thread) left four of its five
+  // thread rows without elements. Where the count does not divide the row's 16-byte runs
+  // (H = 5000: 625 runs; 7168 over 256 threads: 3.5 runs each), the last run block is ragged
+  // and its registers past H are guarded (passes/Layout.h), instead of the row going to
+  // shared memory as it did before ragged layouts.
+  const int64_t per_thread = p.at("T") >= kManyRows ? 32 : 8;
+  int64_t threads = 128;
+  while (threads < 1024 && threads < H / per_thread)
+    threads *= 2;
   return {{"rows", 1}, {"threads", threads}};
 }
 
