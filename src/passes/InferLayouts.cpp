@@ -700,8 +700,9 @@ FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_byte
     tn *= 2;
   // Fewer rows than thread rows (a row of 5000 = 625 runs of 8, which no power of two
   // divides): rather than leave threads without elements, spread the runs over more threads
-  // and let the last run block be ragged, its registers past N guarded (Layout.h). As Triton
-  // masks a power-of-two block; only here, so layouts that divide evenly do not change.
+  // and let the last run block be ragged, its registers past N guarded (Layout.h), much as
+  // Triton masks a power-of-two block. Only here: layouts whose runs divide evenly stay as
+  // they were.
   while (threads / tn > M && tn < runs && tn * 2 <= threads && threads % (tn * 2) == 0)
     tn *= 2;
   FragmentLayout l = FragmentLayout::blocked(M, N, vec, tn, threads);

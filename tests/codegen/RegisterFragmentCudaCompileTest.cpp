@@ -7,6 +7,8 @@
 #include "DifferentialCases.h"
 #include "codegen/cuda/LoweredKernel.h"
 #include "compile/Lower.h"
+#include "ir/IRVisitor.h"
+#include "passes/InferLayouts.h"
 #include "runtime/Jit.h"
 #include "runtime/ResourceUsage.h"
 
@@ -57,6 +59,26 @@ TEST_P(RegisterCase, CompilesWithVectorAccessesAndNoSpills) {
   }
 }
 
+// The ragged-run cases exercise what they are named for: every fragment in registers (before
+// ragged layouts, rows of 1000 and 5000 went to shared memory), with a ragged last run block.
+TEST(CudaCompileRegisterFragments, RaggedRunCasesKeepEveryFragmentInRegisters) {
+  for (DiffCase c : {register_ragged_columns_two_rows(), register_ragged_columns_one_row()}) {
+    SCOPED_TRACE(c.name);
+    const ir::KernelNode& k = c.kernel.node();
+    passes::LayoutInfo l = passes::infer_layouts(k, passes::Target::parse("sm_90a"));
+    bool ragged = false;
+    ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+      const auto* a = ir::as<ir::Allocate>(s);
+      if (!a || a->buffer->scope != ir::Scope::fragment) return;
+      ASSERT_TRUE(l.in_registers(a->buffer)) << a->buffer->name;
+      const passes::FragmentLayout& f = l.fragment(a->buffer);
+      ragged = ragged ||
+               (f.elementwise() && f.kind != passes::FragmentLayout::Kind::rows && f.ragged_cols());
+    });
+    EXPECT_TRUE(ragged) << "no fragment has a ragged last run block";
+  }
+}
+
 // Whole shared tiles stored to global rows of any alignment: aligned 16-byte global stores,
 // gathered from shared memory with 16-byte loads, and no spills, on both targets.
 TEST(CudaCompileBlockStores, SharedTilesStoreWholeGlobalBlocks) {
@@ -71,11 +93,11 @@ TEST(CudaCompileBlockStores, SharedTilesStoreWholeGlobalBlocks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CudaCompileRegisterFragments, RegisterCase,
-                         testing::Values("RegisterRowReduceWithinAWarp",
-                                         "RegisterRowReduceAcrossWarps",
-                                         "RegisterFragmentWithRaggedRowBlock",
-                                         "VectorCopyAtOddSizes", "VectorCopyAligned"),
-                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(
+    CudaCompileRegisterFragments, RegisterCase,
+    testing::Values("RegisterRowReduceWithinAWarp", "RegisterRowReduceAcrossWarps",
+                    "RegisterFragmentWithRaggedRowBlock", "RegisterFragmentWithRaggedColumnRuns",
+                    "RegisterRowWithRaggedColumnRuns", "VectorCopyAtOddSizes", "VectorCopyAligned"),
+    [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 } // namespace

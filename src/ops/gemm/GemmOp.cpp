@@ -278,8 +278,7 @@ void GemmOp::validate(const Problem& p, const Config& c) const {
                  << " takes neither cluster=2 nor persistent=1; use splits=1 or leave them out";
   if (gemv::gemv_of(c)) {
     // tn reaches the GEMV only through the first kernel's transposed A (its steps run nn).
-    const bool tn_steps = p.options.at("layout") == "tn" && !(padk::pad_k_of(c) && padk::pads(p));
-    if (tn_steps)
+    if (p.options.at("layout") == "tn" && !padk::aligns(p, c))
       user_error() << "gemm: gemv=" << c.at("gemv")
                    << " takes layout=nt or nn (got layout=tn); use gemv=0 for this shape";
     if (splitk::splits_of(c) > 1 || (c.count("cluster") && c.at("cluster") > 1) ||
@@ -301,7 +300,7 @@ Kernel GemmOp::build(const Problem& p, const Config& c) const {
 KernelProgram GemmOp::program(const Problem& p, const Config& c) const {
   // Where the first kernel aligns the operands, the steps after it read them in its layout
   // (tn's A transposed is nn).
-  const bool aligns = padk::pad_k_of(c) && padk::pads(p);
+  const bool aligns = padk::aligns(p, c);
   Problem q = p;
   if (aligns) q.options["layout"] = padk::steps_layout(p);
   KernelProgram prog;

@@ -28,6 +28,10 @@ bool pads(const Problem& p) {
   return l == "nt" || (l == "nn" && p.at("N") % a == 0);
 }
 
+bool aligns(const Problem& p, const Config& c) {
+  return pad_k_of(c) && pads(p);
+}
+
 std::string steps_layout(const Problem& p) {
   const std::string& l = p.options.at("layout");
   return l == "tn" && pads(p) ? "nn" : l;

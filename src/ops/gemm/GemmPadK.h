@@ -8,7 +8,8 @@
 // Kernels and their parameters (outputs last):
 //   pad:  A, B (as the layout gives them), Ap, Bp (K rounded up to 16 bytes)
 //   then the config's own steps (the plain kernel, split-K's two, the GEMV) on Ap, Bp for A, B.
-// Knob pad_k=1 asks for it (GemmOp::program); the sm_90a default sets it for the plain kernel.
+// Knob pad_k=1 asks for it (GemmOp::program); the sm_90a default sets it for the plain kernel,
+// and in tn wherever only A is copied (decode included).
 // Layouts: nt pads both operands' rows; nn pads A's rows and adds zero rows to B [K, N] (its
 // rows are N long, so N must already be aligned). tn's rows are M and N long, so K needs no
 // padding there; where M leaves A [K, M]'s rows unaligned (decode's M = 7, say: no TMA for A,
@@ -29,6 +30,8 @@ bool pad_k_of(const Config& c);
 /// K is not a multiple of 16 bytes, layout nt, or nn with N aligned; or layout tn with M not
 /// a multiple of 16 bytes and N aligned.
 bool pads(const Problem& p);
+/// Whether config c runs the first kernel on p: it asks (pad_k=1) and p needs it.
+bool aligns(const Problem& p, const Config& c);
 /// The layout the steps after the first kernel run in: nn for tn's transposed A, else p's.
 std::string steps_layout(const Problem& p);
 /// Whether the first kernel writes a padded B too (always but in tn with K aligned).
