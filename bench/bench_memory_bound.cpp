@@ -6,6 +6,7 @@
 // same run, and ptxas' registers. The results are not checked here (the lessons check them);
 // this program only compares configs and code generation.
 // Usage: bench_memory_bound [--quick]    (--quick: each lesson's own config only)
+//        bench_memory_bound --only NAME     every config of the cases named NAME
 //        bench_memory_bound --source NAME   the CUDA of the variant for unaligned rows (no TMA)
 //                                           of every case named NAME (elementwise, transpose,
 //                                           gemv) at its first config of each staging; no GPU
@@ -87,11 +88,14 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt, Loop loop = Loop::se
 
 /// `staged`: the transposed tile is built in a second shared tile and copied out from there
 /// (aligned 16-byte blocks of B's rows) instead of from a fragment.
-Kernel transpose(int64_t b, int nthreads, bool staged = false) {
+/// `linear`: the shared tiles as written (annotate("shared_swizzle", "0")), not swizzled for
+/// the column reads (ChooseSharedSwizzles.h).
+Kernel transpose(int64_t b, int nthreads, bool staged = false, bool linear = false) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
   return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(nthreads),
                 [&](Var bx, Var by) {
+                  if (linear) annotate("shared_swizzle", "0");
                   Tile s = alloc_shared({b, b}, bf16);
                   copy(A.tile(by * b, bx * b), s);
                   if (staged) {
@@ -155,8 +159,12 @@ std::string cfg(std::initializer_list<std::pair<const char*, int64_t>> kv) {
 int main(int argc, char** argv) {
   const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
   const bool source = argc == 3 && std::strcmp(argv[1], "--source") == 0;
-  if (argc > 3 || (argc == 2 && !quick) || (argc == 3 && !source)) {
-    std::fprintf(stderr, "usage: %s [--quick | --source elementwise|transpose|gemv]\n", argv[0]);
+  const bool only = argc == 3 && std::strcmp(argv[1], "--only") == 0;
+  if (argc > 3 || (argc == 2 && !quick) || (argc == 3 && !source && !only)) {
+    std::fprintf(stderr,
+                 "usage: %s [--quick | --only NAME | --source NAME], NAME one of elementwise, "
+                 "transpose, gemv\n",
+                 argv[0]);
     return 2;
   }
   std::string why;
@@ -211,16 +219,19 @@ int main(int argc, char** argv) {
                [t, dt, l] { return gemv(t.rows, t.cols, t.threads, dt, l.loop, l.stages); },
                {{bf16, {M, K}}, {bf16, {K}}, {bf16, {M}}},
                double(M) * K * 2 + K * 2 + M * 2});
-  std::vector<std::pair<int64_t, int>> tr = {{64, 128}};
-  if (!quick) tr.insert(tr.end(), {{32, 128}, {64, 256}, {128, 256}});
+  std::vector<std::pair<int64_t, int>> tr = {{32, 128}, {64, 128}};
+  if (!quick) tr.insert(tr.end(), {{64, 256}, {128, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})
     for (auto [b, th] : tr)
       for (bool staged : {false, true})
-        cases.push_back({"transpose",
-                         cfg({{"b", b}, {"threads", th}}) + (staged ? ",staged" : ""),
-                         [b = b, th = th, staged] { return transpose(b, th, staged); },
-                         {{bf16, {M, N}}, {bf16, {N, M}}},
-                         double(M) * N * 4});
+        for (bool linear : {true, false})
+          cases.push_back(
+              {"transpose",
+               cfg({{"b", b}, {"threads", th}}) + (staged ? ",staged" : "") +
+                   (linear ? ",linear" : ""),
+               [b = b, th = th, staged, linear] { return transpose(b, th, staged, linear); },
+               {{bf16, {M, N}}, {bf16, {N, M}}},
+               double(M) * N * 4});
   if (source) {
     std::vector<std::string> shown;
     for (const Case& c : cases) {
@@ -237,6 +248,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const Case& c : cases)
-    run(c);
+    if (!only || c.name == argv[2]) run(c);
   return 0;
 }

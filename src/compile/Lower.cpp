@@ -14,6 +14,7 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Verifier.h"
+#include "passes/ChooseSharedSwizzles.h"
 #include "passes/FlattenLets.h"
 #include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
@@ -142,6 +143,8 @@ Planned plan_kernel(const Kernel& kernel, const passes::Target& t) {
   passes::LayoutInfo layouts = passes::infer_layouts(k, t);
   passes::PipelinePlan plan = passes::plan_pipeline(k, layouts, t);
   passes::plan_tma_stores(k, layouts, t, plan);
+  // After the pipeline plan: a TMA box keeps the swizzle the hardware writes.
+  passes::choose_shared_swizzles(k, plan, layouts);
   passes::SmemPlan smem = passes::plan_shared_memory(k, layouts, plan, t);
   dump("infer_layouts", [&] { return passes::to_string(k, layouts); });
   return {std::move(k), std::move(staged), std::move(layouts), std::move(plan), std::move(smem)};

@@ -725,6 +725,8 @@ std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
            << (info.shared_reason.count(b->uid) ? info.shared_reason.at(b->uid) : "?") << ")";
       else
         os << "shared " << info.shared_layout(b).str();
+      if (auto n = info.shared_note.find(b->uid); n != info.shared_note.end())
+        os << " (" << n->second << ")";
       os << "\n";
     }
     if (const auto* g = ir::as<ir::Gemm>(s))

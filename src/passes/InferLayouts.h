@@ -33,6 +33,8 @@ struct LayoutInfo {
   std::map<const ir::Gemm*, GemmKind> gemms;
   /// Fragments kept in shared memory, with the use that keeps them there.
   std::map<uint64_t, std::string> shared_reason;
+  /// Shared tiles whose layout ChooseSharedSwizzles picked, and what it saves.
+  std::map<uint64_t, std::string> shared_note;
   /// Reductions of blocked fragments whose output elements span warps: their f32 scratch tile.
   std::map<const ir::Reduce*, ir::Buffer> reduce_scratch;
   /// Copies between a global tensor and a blocked-family fragment that move runs of adjacent

@@ -327,7 +327,7 @@ SharedLayout SharedLayout::linear(int64_t rows, int64_t cols, int elem_bytes, in
   return l;
 }
 
-SharedLayout SharedLayout::swizzled(int64_t rows, int64_t cols, int elem_bytes) {
+SharedLayout SharedLayout::swizzled(int64_t rows, int64_t cols, int elem_bytes, int64_t period) {
   SharedLayout l;
   l.kind = Kind::swizzled;
   l.rows = rows;
@@ -337,6 +337,9 @@ SharedLayout SharedLayout::swizzled(int64_t rows, int64_t cols, int elem_bytes) 
   l.swizzle_bytes = row_bytes % 128 == 0 ? 128 : row_bytes % 64 == 0 ? 64 : 32;
   internal_assert(row_bytes % l.swizzle_bytes == 0)
       << "swizzled layout needs rows of a multiple of 32 bytes, got " << row_bytes;
+  l.period = period ? period : 128 / l.swizzle_bytes;
+  internal_assert(l.period > 0 && (l.period & (l.period - 1)) == 0)
+      << "swizzle period " << l.period << " is not a power of two";
   return l;
 }
 
@@ -345,14 +348,13 @@ int64_t SharedLayout::size_elems() const {
 }
 
 // Swizzle: the 16-byte unit index within a row is XORed with (row / period) % units, where a
-// row holds 8, 4 or 2 units (128, 64, 32 bytes) and period = 128 / row bytes; one atom is then
-// 1024 bytes, and tiles are placed at 1024-byte aligned addresses.
+// row holds 8, 4 or 2 units (128, 64, 32 bytes). With the hardware's period = 128 / row bytes
+// one atom is 1024 bytes, and tiles are placed at 1024-byte aligned addresses.
 Expr SharedLayout::offset(const Expr& row, const Expr& col) const {
   if (kind == Kind::linear) return row * (cols + pad) + col;
-  int64_t cc = chunk_cols();            // elements per swizzle row
-  int64_t unit = 16 / elem_bytes;       // elements per 16-byte unit
-  int64_t units = swizzle_bytes / 16;   // units per row: 8, 4, 2
-  int64_t period = 128 / swizzle_bytes; // rows sharing one XOR value: 1, 2, 4
+  int64_t cc = chunk_cols();          // elements per swizzle row
+  int64_t unit = 16 / elem_bytes;     // elements per 16-byte unit
+  int64_t units = swizzle_bytes / 16; // units per row: 8, 4, 2
   Expr chunk = col / cc, within = col % cc;
   Expr u = within / unit, e = within % unit;
   Expr sw = (row / period) % units;
@@ -363,7 +365,6 @@ Expr SharedLayout::offset(const Expr& row, const Expr& col) const {
 int64_t SharedLayout::offset(int64_t row, int64_t col) const {
   if (kind == Kind::linear) return row * (cols + pad) + col;
   int64_t cc = chunk_cols(), unit = 16 / elem_bytes, units = swizzle_bytes / 16;
-  int64_t period = 128 / swizzle_bytes;
   int64_t chunk = col / cc, within = col % cc;
   int64_t u = within / unit, e = within % unit;
   int64_t x = u ^ ((row / period) % units);
@@ -374,7 +375,8 @@ std::string SharedLayout::str() const {
   if (kind == Kind::linear)
     return pad ? fmt::format("linear[{}x{}+{}]", rows, cols, pad)
                : fmt::format("linear[{}x{}]", rows, cols);
-  return fmt::format("swizzle{}B[{}x{}]", swizzle_bytes, rows, cols);
+  if (hardware_swizzle()) return fmt::format("swizzle{}B[{}x{}]", swizzle_bytes, rows, cols);
+  return fmt::format("swizzle{}B[{}x{}, xor by row/{}]", swizzle_bytes, rows, cols, period);
 }
 
 } // namespace tp::passes

@@ -23,7 +23,10 @@
 //
 // A SharedLayout maps a 2-d shared tile's (row, col) to its physical element offset: linear
 // (row-major, optionally padded) or swizzled in 32/64/128-byte atoms, column chunks of
-// swizzle-bytes width stored one after another (the layout TMA writes and wgmma reads).
+// swizzle-bytes width stored one after another. With the hardware's period (128 / swizzle
+// bytes rows share one XOR value) it is the layout TMA writes and wgmma reads; a tile that
+// neither touches may take another period (ChooseSharedSwizzles.h), which moves the same whole
+// 16-byte units and only changes which rows XOR alike.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -129,12 +132,16 @@ struct SharedLayout {
   int swizzle_bytes = 0; // 32, 64, 128 when swizzled
   int64_t rows = 0, cols = 0;
   int elem_bytes = 2;
-  int64_t pad = 0; // linear: elements added to each row (bank-conflict padding)
+  int64_t pad = 0;    // linear: elements added to each row (bank-conflict padding)
+  int64_t period = 0; // swizzled: rows that share one XOR value (a power of two)
 
   static SharedLayout linear(int64_t rows, int64_t cols, int elem_bytes, int64_t pad = 0);
-  /// Swizzled with the widest atom whose row width divides cols * elem_bytes.
-  static SharedLayout swizzled(int64_t rows, int64_t cols, int elem_bytes);
+  /// Swizzled with the widest atom whose row width divides cols * elem_bytes; `period` 0 is
+  /// the hardware's (what TMA and wgmma take).
+  static SharedLayout swizzled(int64_t rows, int64_t cols, int elem_bytes, int64_t period = 0);
   int64_t chunk_cols() const { return swizzle_bytes / elem_bytes; }
+  /// Swizzled as TMA writes and wgmma reads: the hardware's period.
+  bool hardware_swizzle() const { return kind == Kind::swizzled && period == 128 / swizzle_bytes; }
   /// Elements the tile occupies (including padding).
   int64_t size_elems() const;
   /// Physical element offset of (row, col), as an expression and as a constant.

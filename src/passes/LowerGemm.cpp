@@ -28,8 +28,8 @@ Expr smem_addr(const LowerContext& cx, const Buffer& b, const Expr& byte_off) {
 Expr descriptor(const LowerContext& cx, const Buffer& tile, bool mn_major, const Expr& mn0,
                 int64_t k0) {
   const SharedLayout& l = cx.layouts.shared_layout(tile);
-  internal_assert(l.kind == SharedLayout::Kind::swizzled)
-      << "wgmma operand " << tile->name << " is not swizzled";
+  internal_assert(l.hardware_swizzle())
+      << "wgmma operand " << tile->name << " is not swizzled as wgmma reads (" << l.str() << ")";
   int sw = l.swizzle_bytes, eb = l.elem_bytes;
   int64_t cc = l.chunk_cols(), rows = l.rows;
   int layout_type = sw == 128 ? 1 : sw == 64 ? 2 : 3;

@@ -72,6 +72,10 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
   l.copy = c;
   for (size_t i = 0; i < k.params.size(); ++i)
     if (k.params[i]->uid == src.buffer->uid) l.param = static_cast<int>(i);
+  if (sl.kind == SharedLayout::Kind::swizzled && !sl.hardware_swizzle()) {
+    *why = "the tile's swizzle (" + sl.str() + ") is not one TMA writes";
+    return std::nullopt;
+  }
   l.swizzle_bytes = sl.kind == SharedLayout::Kind::swizzled ? sl.swizzle_bytes : 0;
   int64_t inner = l.swizzle_bytes ? l.swizzle_bytes / eb : ds[1];
   if (inner * eb % 16 != 0 || inner > 256 || widest > 256) {

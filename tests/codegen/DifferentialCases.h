@@ -782,6 +782,39 @@ inline DiffCase vector_copy_case(const std::string& name, int64_t rows, int64_t 
   };
   return c;
 }
+/// Transposes through shared tiles read down their columns, which ChooseSharedSwizzles swizzles
+/// (their 16-byte units XORed by a function of the row): B = A^T in bf16 from one 64 x 64 tile
+/// into a second (shared to shared, then whole 16-byte blocks out), and G = F^T in f32 from a
+/// 64 x 64 tile into a fragment. Odd sizes give edge tiles and rows at every alignment.
+inline DiffCase swizzled_shared_transposes() {
+  DiffCase c;
+  c.name = "SharedTilesSwizzledForColumnReads";
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16), F("F", {M, N}, f32), G("G", {N, M}, f32);
+  c.kernel = kernel("swizzled_transposes", {A, B, F, G}, grid(ceildiv(N, 64), ceildiv(M, 64)),
+                    threads(128), [&](Var bx, Var by) {
+                      Tile s = alloc_shared({64, 64}, bf16), u = alloc_shared({64, 64}, bf16);
+                      copy(A.tile(by * 64, bx * 64), s);
+                      parallel({64, 64}, [&](Var i, Var j) { u(i, j) = s(j, i); });
+                      copy(u, B.tile(bx * 64, by * 64));
+                      Tile f = alloc_shared({64, 64}, f32), g = alloc_fragment({64, 64}, f32);
+                      copy(F.tile(by * 64, bx * 64), f);
+                      parallel({64, 64}, [&](Var i, Var j) { g(i, j) = f(j, i); });
+                      copy(g, G.tile(bx * 64, by * 64));
+                    });
+  const int64_t rows = 77, cols = 133;
+  c.args = {ints(bf16, {rows, cols}, 1), sentinel(bf16, {cols, rows}), ints(f32, {rows, cols}, 2),
+            sentinel(f32, {cols, rows})};
+  c.outputs = {1, 3};
+  c.expect = [rows, cols](std::vector<HostTensor>& a) {
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t n = 0; n < cols; ++n) {
+        a[1].set(n * rows + m, a[0].get(m * cols + n));
+        a[3].set(n * rows + m, a[2].get(m * cols + n));
+      }
+  };
+  return c;
+}
 inline DiffCase vector_copy_odd() {
   return vector_copy_case("VectorCopyAtOddSizes", 97, 1031);
 }
@@ -1235,7 +1268,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"BoxCopyIntoPipelinedGemm", box_copy_into_pipelined_gemm},
           {"SharedTileWrittenInColumnPairs", shared_column_pairs},
           {"SharedTileStoredInAlignedBlocks", shared_tile_block_stores},
-          {"SharedTileWrittenAsPackedProducts", shared_packed_products}};
+          {"SharedTileWrittenAsPackedProducts", shared_packed_products},
+          {"SharedTilesSwizzledForColumnReads", swizzled_shared_transposes}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

@@ -93,6 +93,27 @@ TEST(CudaCompileBlockStores, SharedTilesStoreWholeGlobalBlocks) {
   }
 }
 
+// The transposes' shared tiles take a swizzle chosen for their column reads (the pass runs in
+// lower_kernel), keep their 16-byte copies and block stores, and compile without spills.
+TEST(CudaCompileSharedSwizzles, TransposedTilesAreSwizzledAndKeepTheirVectorAccesses) {
+  DiffCase c = swizzled_shared_transposes();
+  for (std::string arch : {"sm_90a", "sm_80"}) {
+    Compiled r = compile_for(c.kernel, arch);
+    ASSERT_FALSE(r.j.compiled.cubin.empty()) << arch << "\n" << r.j.compiled.log;
+    EXPECT_EQ(r.u.spill_store_bytes, 0) << arch << " " << r.u.raw;
+    EXPECT_EQ(r.u.spill_load_bytes, 0) << arch << " " << r.u.raw;
+    // The two tiles read down their columns (s and f), each reported with the wavefronts the
+    // swizzle saves; u is written and read along its rows and stays linear.
+    size_t notes = 0;
+    for (size_t at = 0;
+         (at = r.lk.lowered_text.find("swizzled for its accesses", at)) != std::string::npos; ++at)
+      ++notes;
+    EXPECT_EQ(notes, 2u) << arch << "\n" << r.lk.lowered_text.substr(0, 800);
+    EXPECT_TRUE(has(r.j.compiled.ptx, "st.global.v4")) << arch << ": the block store of u";
+    EXPECT_TRUE(has(r.j.compiled.ptx, "ld.shared.v4")) << arch << ": the block store of u";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     CudaCompileRegisterFragments, RegisterCase,
     testing::Values("RegisterRowReduceWithinAWarp", "RegisterRowReduceAcrossWarps",
