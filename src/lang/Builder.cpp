@@ -226,6 +226,8 @@ constexpr AnnotationRule kAnnotations[] = {
     {"tma_stores", 0, 1,
      "0: accumulator copies to global store from registers, never through shared memory by TMA "
      "(sm_90a; default 1)"},
+    {"shared_swizzle", 0, 1,
+     "0: shared tiles stay row-major, never swizzled for their accesses (CUDA; default 1)"},
 };
 
 /// Loop schedules that were kernel annotations once and are now stated on the loop itself,

@@ -40,11 +40,12 @@ Chosen choose(const Kernel& k) {
 
 /// Lesson 3's transpose: rows of A into a b x b tile in 16-byte runs, read down its columns
 /// into a blocked fragment.
-Kernel transpose(int64_t b, int threads_, DType dt = bf16) {
+Kernel transpose(int64_t b, int threads_, DType dt = bf16, bool linear = false) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, dt), B("B", {N, M}, dt);
   return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(threads_),
                 [&](Var bx, Var by) {
+                  if (linear) annotate("shared_swizzle", "0");
                   Tile s = alloc_shared({b, b}, dt), t = alloc_fragment({b, b}, dt);
                   copy(A.tile(by * b, bx * b), s);
                   parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); });
@@ -104,6 +105,12 @@ TEST(ChooseSharedSwizzles, F32TransposeIsSwizzledToo) {
   Chosen c = choose(transpose(32, 256, f32));
   EXPECT_EQ(c.layouts.shared_layout(c.tile).kind, SharedLayout::Kind::swizzled)
       << c.layouts.shared_layout(c.tile).str();
+}
+
+// The kernel's annotation keeps its tiles as written, for side-by-side timing.
+TEST(ChooseSharedSwizzles, AnnotationKeepsTheTilesLinear) {
+  Chosen c = choose(transpose(32, 128, bf16, /*linear=*/true));
+  EXPECT_EQ(c.layouts.shared_layout(c.tile).kind, SharedLayout::Kind::linear);
 }
 
 TEST(ChooseSharedSwizzles, RowReadsKeepTheLinearTile) {

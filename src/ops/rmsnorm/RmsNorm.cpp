@@ -50,10 +50,26 @@ Config default_config(const Problem& p, const std::string& arch) {
   // (H = 5000: 625 runs; 7168 over 256 threads: 3.5 runs each), the last run block is ragged
   // and its registers past H are guarded (passes/Layout.h), instead of the row going to
   // shared memory as it did before ragged layouts.
-  const int64_t per_thread = p.at("T") >= kManyRows ? 32 : 8;
+  //
+  // With many rows, a smaller power of two that divides the runs wins over a ragged count
+  // while the row still fits the registers (64 elements a thread, counting the residual's
+  // row). On an H100 (2026-12-07, call a1, T = 4096): H = 5120 ran 0.0340 ms with 128 threads
+  // against 0.0367 with 256 (ragged), H = 14336 0.0843 with 256 against 0.1135 with 512; the
+  // residual's 7168 ran 0.0902 ragged over 256 against 0.1512 over 128 (112 elements a
+  // thread, which put the rows in shared memory), and H = 5000, which nothing divides, 0.0367
+  // ragged over 256 against 0.2384 with its old 640 threads.
+  const bool many = p.at("T") >= kManyRows;
+  const int64_t per_thread = many ? 32 : 8;
   int64_t threads = 128;
   while (threads < 1024 && threads < H / per_thread)
     threads *= 2;
+  const int64_t vec = 16 / dtype_bytes(p.dtype), rows_held = p.at("residual") ? 2 : 1;
+  if (many && H % vec == 0)
+    for (int64_t t = threads; t >= 128 && H / t * rows_held <= 64; t /= 2)
+      if ((H / vec) % t == 0) {
+        threads = t;
+        break;
+      }
   return {{"rows", 1}, {"threads", threads}};
 }
 
