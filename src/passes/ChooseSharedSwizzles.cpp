@@ -322,10 +322,9 @@ void choose_shared_swizzles(const ir::KernelNode& k, const PipelinePlan& plan,
   // annotate("shared_swizzle", "0"): every tile as the kernel wrote it (for side-by-side runs).
   if (auto it = k.attrs.find("shared_swizzle"); it != k.attrs.end() && it->second == "0") return;
   std::set<uint64_t> fixed; // layouts the hardware reads: gemm operands, TMA boxes
-  for (const auto& [g, kind] : layouts.gemms) {
-    fixed.insert(g->a.buffer->uid);
-    fixed.insert(g->b.buffer->uid);
-  }
+  for (const auto& [g, kind] : layouts.gemms)
+    for (const ir::Region* r : {&g->a, &g->b, &g->c})
+      fixed.insert(r->buffer->uid);
   for (const TmaLoad& l : plan.loads)
     fixed.insert(l.copy->dst.buffer->uid);
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
