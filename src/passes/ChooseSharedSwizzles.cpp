@@ -317,6 +317,15 @@ int64_t wavefronts(const std::vector<WarpAccess>& accesses, const SharedLayout& 
   return total;
 }
 
+int64_t conflict_free_wavefronts(const std::vector<WarpAccess>& accesses) {
+  int64_t total = 0;
+  for (const WarpAccess& a : accesses) {
+    const int64_t bytes = static_cast<int64_t>(a.lanes.size()) * std::max(a.bytes, 4);
+    total += (bytes + 127) / 128;
+  }
+  return total;
+}
+
 void choose_shared_swizzles(const ir::KernelNode& k, const PipelinePlan& plan,
                             LayoutInfo& layouts) {
   // annotate("shared_swizzle", "0"): every tile as the kernel wrote it (for side-by-side runs).
@@ -348,10 +357,22 @@ void choose_shared_swizzles(const ir::KernelNode& k, const PipelinePlan& plan,
       int64_t w = wavefronts(acc, cand);
       if (w < best) best = w, pick = cand;
     }
-    if (best == base) return;
+    // Conflicts no swizzle removes are said too, so that `show` points at them.
+    const int64_t ideal = conflict_free_wavefronts(acc);
+    const std::string rest =
+        best > ideal ? fmt::format("; {} without bank conflicts", ideal) : std::string();
+    if (best == base) {
+      if (best > ideal)
+        layouts.shared_note[b->uid] = fmt::format(
+            "row-major: {} shared wavefronts of warp 0{}, which no swizzle of whole 16-byte "
+            "units lowers",
+            best, rest);
+      return;
+    }
     layouts.shared[b->uid] = pick;
-    layouts.shared_note[b->uid] = fmt::format(
-        "swizzled for its accesses: {} shared wavefronts of warp 0 against {} linear", best, base);
+    layouts.shared_note[b->uid] =
+        fmt::format("swizzled for its accesses: {} shared wavefronts of warp 0 against {} linear{}",
+                    best, base, rest);
   });
 }
 

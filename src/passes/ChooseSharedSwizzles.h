@@ -41,8 +41,13 @@ std::vector<WarpAccess> warp_accesses(const ir::KernelNode& k, const LayoutInfo&
 /// accesses are served a half and a quarter warp at a time).
 int64_t wavefronts(const std::vector<WarpAccess>& accesses, const SharedLayout& sl);
 
+/// The wavefronts the accesses would take without any bank conflict: each access's bytes in
+/// 128-byte wavefronts.
+int64_t conflict_free_wavefronts(const std::vector<WarpAccess>& accesses);
+
 /// Replaces the linear layout of every eligible shared tile whose accesses some swizzle serves
-/// in fewer wavefronts (LayoutInfo::shared_note says by how much). Eligible: unpadded, rows of
+/// in fewer wavefronts (LayoutInfo::shared_note says by how much, and notes conflicts that
+/// remain, swizzled or not). Eligible: unpadded, rows of
 /// 32 bytes or more in at least two rows, no gemm operand, no TMA load's destination. A kernel
 /// annotated `shared_swizzle = 0` keeps every tile linear.
 void choose_shared_swizzles(const ir::KernelNode& k, const PipelinePlan& plan, LayoutInfo& layouts);
