@@ -14,6 +14,7 @@
 #include "compile/Lower.h"
 #include "ops/Check.h"
 #include "ops/MemoryCheck.h"
+#include "ops/gemm/GemmGemv.h"
 #include "ops/gemm/GemmOp.h"
 #include "ops/gemm/GemmSplitK.h"
 #include "tilepilot/tilepilot.h"
@@ -298,9 +299,16 @@ TEST(GemmSplitKDefault, EverySplitKeepsEightKStepsAndNoneIsEmpty) {
         EXPECT_GE(s.splits, 1);
         EXPECT_LE(s.splits, 4);
         EXPECT_TRUE(s.bn == 64 || s.bn == 96 || s.bn == 128) << s.bn;
-        // The operator's sm_90a default at one block row is the choice's config, valid.
+        // The operator's sm_90a default at one block row is the choice's config, valid; at
+        // M <= 2 the nn GEMV instead while its 32-column blocks are one a SM or fewer.
         Config c = op().default_config(p, "sm_90a");
-        EXPECT_EQ(c, splitk::split_config(s));
+        if (M <= 2 && (N + 31) / 32 <= kH200Sms) {
+          Config g = gemv::gemv_config_nn();
+          g["gemv"] = M;
+          EXPECT_EQ(c, g);
+        } else {
+          EXPECT_EQ(c, splitk::split_config(s));
+        }
         EXPECT_NO_THROW(check_config(op(), p, c, "sm_90a"));
         if (s.splits == 1) continue;
         EXPECT_GE(per, 8) << s.splits << " splits";

@@ -75,7 +75,9 @@ Config gemv_config_nn() {
   // 32 columns of C a block (64-byte rows of B), 256 rows of K a step, 256 threads, 4 stages:
   // of five configs at M = 1, N = K = 4096 (H100, 2026-12-07, call a1) the fastest, 0.0215 ms
   // against cuBLASLt's 0.0202; 64 x 128 0.0265, 32 x 128 0.0269, 16 x 256 0.0260, 64 x 64
-  // with 6 stages 0.0304. One shape only: not yet a default (gemv_default).
+  // with 6 stages 0.0304. Call a3: 512-row steps are refused (bk), 6 stages and 128 threads
+  // slower at all six shapes timed. The nn default where its grid is one block a SM or less
+  // (gemv_default, GemmOp.cpp).
   return {{"gemv", 1}, {"bm", 64}, {"bn", 32}, {"bk", 256}, {"stages", 4}, {"threads", 256}};
 }
 

@@ -208,7 +208,19 @@ Config sm90_default(const Operator& gemm, const Problem& p) {
 /// SM. Four rows and more ran slower than split-K (150 registers and up, one block an SM).
 Config gemv_default(const Problem& p) {
   const int64_t M = p.at("M");
-  if (M > 2 || p.options.at("layout") != "nt" || dtype_bytes(p.dtype) != 2) return {};
+  if (M > 2 || dtype_bytes(p.dtype) != 2) return {};
+  if (p.options.at("layout") == "nn") {
+    // B [K, N]: the GEMV's 32-column blocks win while they are at most one a SM. On an H100
+    // (2026-12-07, call a3; split default / GEMV / cuBLASLt, ms): M = 1 at 4096 x 4096 0.0240 /
+    // 0.0214 / 0.0200, at N = 4096, K = 14336 0.0561 / 0.0531 / 0.0530, M = 2 at 4096 x 4096
+    // 0.0239 / 0.0226 / 0.0201; with more blocks the split default wins: N = 6144 0.0313 /
+    // 0.0310 (a tie), 14336 0.0516 / 0.0581, 28672 0.0962 / 0.1101.
+    Config c = gemv::gemv_config_nn();
+    c["gemv"] = M;
+    if ((p.at("N") + c.at("bn") - 1) / c.at("bn") <= kSm90Sms) return c;
+    return {};
+  }
+  if (p.options.at("layout") != "nt") return {};
   Config c = gemv::gemv_config();
   c["gemv"] = M;
   const double blocks = double((p.at("N") + c.at("bn") - 1) / c.at("bn"));
@@ -247,6 +259,9 @@ Config GemmOp::default_config(const Problem& p, const std::string& arch) const {
     Problem q = p;
     q.options["layout"] = padk::steps_layout(p);
     Config c = default_config(q, arch);
+    // The nn GEMV was timed on its own, not after the transposing kernel: keep split-K there.
+    if (gemv::gemv_of(c))
+      c = fit_stages(*this, q, splitk::split_config(splitk::choose_split(q, kSm90Sms)), arch);
     c["pad_k"] = 1;
     return c;
   }
