@@ -7,6 +7,7 @@
 // this program only compares configs and code generation.
 // Usage: bench_memory_bound [--quick]    (--quick: each lesson's own config only)
 //        bench_memory_bound --only NAME     every config of the cases named NAME
+//        bench_memory_bound --resources NAME   ptxas' registers and spills of each (no GPU)
 //        bench_memory_bound --source NAME   the CUDA of the variant for unaligned rows (no TMA)
 //                                           of every case named NAME (elementwise, transpose,
 //                                           gemv) at its first config of each staging; no GPU
@@ -160,19 +161,20 @@ int main(int argc, char** argv) {
   const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
   const bool source = argc == 3 && std::strcmp(argv[1], "--source") == 0;
   const bool only = argc == 3 && std::strcmp(argv[1], "--only") == 0;
-  if (argc > 3 || (argc == 2 && !quick) || (argc == 3 && !source && !only)) {
+  const bool resources = argc == 3 && std::strcmp(argv[1], "--resources") == 0;
+  if (argc > 3 || (argc == 2 && !quick) || (argc == 3 && !source && !only && !resources)) {
     std::fprintf(stderr,
-                 "usage: %s [--quick | --only NAME | --source NAME], NAME one of elementwise, "
-                 "transpose, gemv\n",
+                 "usage: %s [--quick | --only NAME | --source NAME | --resources NAME], NAME one "
+                 "of elementwise, transpose, gemv\n",
                  argv[0]);
     return 2;
   }
   std::string why;
-  if (!source && !gpu_available(&why)) {
+  if (!source && !resources && !gpu_available(&why)) {
     std::fprintf(stderr, "%s: needs a CUDA GPU: %s\n", argv[0], why.c_str());
     return 2;
   }
-  if (!source) {
+  if (!source && !resources) {
     copy_tbs = measure_copy_bandwidth() / 1e3;
     std::printf("device-to-device copy: %.2f TB/s\n", copy_tbs);
   }
@@ -246,6 +248,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: no case named %s; use elementwise, transpose or gemv\n", argv[0],
                  argv[2]);
     return 2;
+  }
+  if (resources) {
+    // ptxas' report of every config of the case for sm_90a (the aligned variant), no GPU.
+    for (const Case& c : cases)
+      if (c.name == argv[2]) {
+        Resources r = compile(c.make(), {.arch = "sm_90a"}).resources();
+        std::printf("%-11s %-34s %3d regs %5d spill bytes\n", c.name.c_str(), c.config.c_str(),
+                    r.registers, r.spill_bytes);
+      }
+    return 0;
   }
   for (const Case& c : cases)
     if (!only || c.name == argv[2]) run(c);
