@@ -18,9 +18,10 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr int kBanks = 32;
-/// Registers of a thread sampled per statement: enough to see every distinct pattern of the
-/// layouts (their register index enters the coordinates through divisions by at most this).
-constexpr int kMaxRegisters = 64;
+/// A thread's registers (or trips of a loop over the threads) sampled per access site: enough
+/// to see every distinct pattern of the layouts (their register index enters the coordinates
+/// through divisions by at most this).
+constexpr int kMaxSteps = 64;
 
 uint64_t uid(const Var& v) {
   return ir::as<ir::Variable>(v)->uid;
@@ -28,7 +29,8 @@ uint64_t uid(const Var& v) {
 
 /// The value of an integer index expression with `env`'s variables bound and every other
 /// variable (block indices, loop variables, sizes) at 0; nullopt when it reads memory or is
-/// not integer arithmetic.
+/// not integer arithmetic. Not substitution and the IR's constant folding: a size bound to 0
+/// may divide, which must give "unknown" here, not a folding error.
 std::optional<int64_t> eval(const Expr& e, const std::map<uint64_t, int64_t>& env) {
   if (const int64_t* v = e.as_int()) return *v;
   if (const auto* v = ir::as<ir::Variable>(e)) {
@@ -82,19 +84,13 @@ std::optional<int64_t> eval(const Expr& e, const std::map<uint64_t, int64_t>& en
   }
 }
 
-/// A tile index as the (row, col) SharedLayout takes (LowerContext::shared_index's rule).
+/// A tile index as the (row, col) SharedLayout takes, evaluated.
 std::optional<std::pair<int64_t, int64_t>> row_col(const Buffer& b, const std::vector<Expr>& idx,
                                                    const std::map<uint64_t, int64_t>& env) {
-  std::vector<int64_t> v;
-  for (const Expr& e : idx) {
-    std::optional<int64_t> x = eval(e, env);
-    if (!x) return std::nullopt;
-    v.push_back(*x);
-  }
-  if (v.size() == 1) return std::pair{int64_t(0), v[0]};
-  if (v.size() == 2) return std::pair{v[0], v[1]};
-  if (v.size() == 3) return std::pair{v[0] * b->const_shape()[1] + v[1], v[2]};
-  return std::nullopt;
+  auto [row, col] = shared_row_col(b, idx);
+  std::optional<int64_t> r = eval(row, env), c = eval(col, env);
+  if (!r || !c) return std::nullopt;
+  return std::pair{*r, *c};
 }
 
 /// The tile's element accesses in a parallel loop's body.
@@ -116,37 +112,6 @@ protected:
 
 private:
   const Buffer& b_;
-};
-
-/// The register fragment a parallel loop's iterations follow (LowerTileOps' anchor: indexed by
-/// all of the loop's variables), if any.
-class Anchor : public ir::IRVisitor {
-public:
-  Anchor(const LayoutInfo& l, const ir::Parallel* p) : l_(l), p_(p) {}
-  Buffer found;
-  using IRVisitor::visit;
-
-protected:
-  void look(const Buffer& b, const std::vector<Expr>& idx) {
-    if (found || !l_.in_registers(b) || idx.size() != p_->vars.size()) return;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      const auto* v = ir::as<ir::Variable>(idx[d]);
-      if (!v || v->uid != uid(p_->vars[d])) return;
-    }
-    found = b;
-  }
-  void visit(const ir::Load* op) override {
-    look(op->buffer, op->indices);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Store* op) override {
-    look(op->buffer, op->indices);
-    IRVisitor::visit(op);
-  }
-
-private:
-  const LayoutInfo& l_;
-  const ir::Parallel* p_;
 };
 
 /// Register r of lane t of a fragment layout, as concrete coordinates (nullopt: no element).
@@ -173,12 +138,11 @@ public:
     TileAccesses ta(b_);
     ta.visit(p->body);
     if (ta.found.empty()) return;
-    Anchor an(l_, p);
-    an.visit(p->body);
+    const Buffer anchor = parallel_fragments(l_, p).anchor;
     const int eb = dtype_bytes(b_->dtype);
-    if (an.found) {
-      const FragmentLayout& fl = l_.fragment(an.found);
-      const int regs = std::min(fl.regs_per_thread(), kMaxRegisters);
+    if (anchor) {
+      const FragmentLayout& fl = l_.fragment(anchor);
+      const int regs = std::min(fl.regs_per_thread(), kMaxSteps);
       for (const std::vector<Expr>& idx : ta.found)
         for (int r = 0; r < regs; ++r) {
           WarpAccess a{{}, eb};
@@ -193,7 +157,7 @@ public:
     for (int64_t e : p->extents)
       n *= e;
     for (const std::vector<Expr>& idx : ta.found)
-      for (int64_t it = 0; it * threads_ < n && it < kMaxRegisters; ++it) {
+      for (int64_t it = 0; it * threads_ < n && it < kMaxSteps; ++it) {
         WarpAccess a{{}, eb};
         for (int t = 0; t < kWarp && it * threads_ + t < n; ++t)
           add_lane(a, idx, bind(p->vars, row_major(it * threads_ + t, p->extents)));
@@ -213,7 +177,7 @@ public:
       // 16-bit tiles move in 16-byte chunks (LowerCopy's for_chunks), others element by element.
       const int64_t per = eb == 2 && cols % 8 == 0 ? 8 : 1;
       const int64_t units = rows * (cols / per);
-      for (int64_t it = 0; it * threads_ < units && it < kMaxRegisters; ++it) {
+      for (int64_t it = 0; it * threads_ < units && it < kMaxSteps; ++it) {
         WarpAccess a{{}, static_cast<int>(per) * eb};
         for (int t = 0; t < kWarp && it * threads_ + t < units; ++t) {
           int64_t v = it * threads_ + t;
@@ -232,7 +196,7 @@ public:
     const bool runs = fl.elementwise() && fl.kind != FragmentLayout::Kind::rows && fl.vec >= 2 &&
                       fl.vec * eb <= 16;
     const int step = runs ? fl.vec : 1;
-    const int regs = std::min(fl.regs_per_thread(), kMaxRegisters);
+    const int regs = std::min(fl.regs_per_thread(), kMaxSteps);
     for (int r = 0; r < regs; r += step) {
       WarpAccess a{{}, step * eb};
       for (int t = 0; t < kWarp && t < fl.threads(); ++t)

@@ -709,6 +709,46 @@ FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_byte
   return shape.size() == 2 ? l : l.cols();
 }
 
+namespace {
+class FindParallelFragments : public ir::IRVisitor {
+public:
+  FindParallelFragments(const LayoutInfo& l, const ir::Parallel* p) : l_(l), p_(p) {}
+  ParallelFragments out;
+  using IRVisitor::visit;
+
+protected:
+  void look(const Buffer& b, const std::vector<Expr>& idx) {
+    if (!l_.in_registers(b)) return;
+    if (!out.any_register) out.any_register = b;
+    bool full = idx.size() == p_->vars.size();
+    for (size_t d = 0; full && d < idx.size(); ++d) {
+      const auto* v = ir::as<ir::Variable>(idx[d]);
+      full = v && v->uid == ir::as<ir::Variable>(p_->vars[d])->uid;
+    }
+    if (full && !out.anchor) out.anchor = b;
+  }
+  void visit(const ir::Load* op) override {
+    look(op->buffer, op->indices);
+    IRVisitor::visit(op);
+  }
+  void visit(const ir::Store* op) override {
+    look(op->buffer, op->indices);
+    if (op->buffer->scope == Scope::local && !out.local_written) out.local_written = op->buffer;
+    IRVisitor::visit(op);
+  }
+
+private:
+  const LayoutInfo& l_;
+  const ir::Parallel* p_;
+};
+} // namespace
+
+ParallelFragments parallel_fragments(const LayoutInfo& layouts, const ir::Parallel* p) {
+  FindParallelFragments f(layouts, p);
+  f.visit(p->body);
+  return f.out;
+}
+
 std::string to_string(const ir::KernelNode& k, const LayoutInfo& info) {
   std::ostringstream os;
   ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {

@@ -58,6 +58,16 @@ struct LayoutInfo {
 
 LayoutInfo infer_layouts(const ir::KernelNode& k, const Target& t);
 
+/// The register fragments a parallel loop's body touches, as the lowering reads them.
+struct ParallelFragments {
+  /// The first register fragment indexed by all of the loop's variables, in order: the loop's
+  /// iterations follow its layout (each thread runs its own registers' elements).
+  ir::Buffer anchor;
+  ir::Buffer any_register;  // the first register fragment accessed at all
+  ir::Buffer local_written; // the first local tile the body stores into
+};
+ParallelFragments parallel_fragments(const LayoutInfo& layouts, const ir::Parallel* p);
+
 /// The blocked layout a fragment of `shape` gets on its own: runs of 16 bytes of the narrowest
 /// global dtype it is copied with (`global_bytes`), as many threads along the row as divide it.
 FragmentLayout choose_blocked(const std::vector<int64_t>& shape, int global_bytes, int threads);

@@ -379,4 +379,11 @@ std::string SharedLayout::str() const {
   return fmt::format("swizzle{}B[{}x{}, xor by row/{}]", swizzle_bytes, rows, cols, period);
 }
 
+std::pair<Expr, Expr> shared_row_col(const ir::Buffer& b, const std::vector<Expr>& idx) {
+  if (idx.size() == 2) return {idx[0], idx[1]};
+  if (idx.size() == 1) return {Expr(0), idx[0]};
+  std::vector<int64_t> s = b->const_shape();
+  return {idx[0] * s[1] + idx[1], idx[2]};
+}
+
 } // namespace tp::passes

@@ -30,6 +30,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/IR.h"
@@ -149,5 +150,9 @@ struct SharedLayout {
   int64_t offset(int64_t row, int64_t col) const;
   std::string str() const;
 };
+
+/// A shared tile's element index as the (row, col) its SharedLayout takes: a 1-d index is in
+/// row 0; a rank-3 tile's first two dimensions together are its rows.
+std::pair<Expr, Expr> shared_row_col(const ir::Buffer& b, const std::vector<Expr>& idx);
 
 } // namespace tp::passes

@@ -112,20 +112,8 @@ Expr LowerContext::stage_base(const Buffer& b) const {
 }
 
 Expr LowerContext::shared_index(const Buffer& b, const std::vector<Expr>& idx) const {
-  const SharedLayout& l = layouts.shared_layout(b);
-  Expr row, col;
-  if (idx.size() == 2) {
-    row = idx[0];
-    col = idx[1];
-  } else if (idx.size() == 1) {
-    row = Expr(0);
-    col = idx[0];
-  } else {
-    std::vector<int64_t> s = b->const_shape();
-    row = idx[0] * s[1] + idx[1];
-    col = idx[2];
-  }
-  return stage_base(b) + l.offset(row, col);
+  auto [row, col] = shared_row_col(b, idx);
+  return stage_base(b) + layouts.shared_layout(b).offset(row, col);
 }
 
 Expr LowerContext::load(const Buffer& b, const std::vector<Expr>& idx) const {

@@ -108,46 +108,12 @@ protected:
   bool every_thread_ = false;
 };
 
-/// Fragment accesses of a parallel body: the register-resident anchor, if any.
-class FindAnchor : public ir::IRVisitor {
-public:
-  FindAnchor(const LowerContext& cx, const ir::Parallel* p) : cx_(cx), p_(p) {}
-  Buffer anchor, any_register, local_written;
-
-public:
-  using IRVisitor::visit;
-
-protected:
-  void look(const Buffer& b, const std::vector<Expr>& idx) {
-    if (!cx_.layouts.in_registers(b)) return;
-    if (!any_register) any_register = b;
-    bool full = idx.size() == p_->vars.size();
-    for (size_t d = 0; full && d < idx.size(); ++d)
-      full = is_var(idx[d], p_->vars[d]);
-    if (full && !anchor) anchor = b;
-  }
-  void visit(const ir::Load* op) override {
-    look(op->buffer, op->indices);
-    IRVisitor::visit(op);
-  }
-  void visit(const ir::Store* op) override {
-    look(op->buffer, op->indices);
-    if (op->buffer->scope == Scope::local && !local_written) local_written = op->buffer;
-    IRVisitor::visit(op);
-  }
-
-private:
-  const LowerContext& cx_;
-  const ir::Parallel* p_;
-};
-
 class TileLowering : public AccessLowering {
 public:
   explicit TileLowering(LowerContext& cx) : AccessLowering(cx, nullptr), cxm_(cx) {}
 
   ir::Stmt lower_parallel(const ir::Parallel* p) {
-    FindAnchor fa(cx_, p);
-    fa.visit(p->body);
+    const ParallelFragments fa = parallel_fragments(cx_.layouts, p);
     if (fa.anchor && fa.local_written)
       user_error(p->loc) << "parallel loop over register fragment '" << fa.anchor->name
                          << "' stores into local tile '" << fa.local_written->name
