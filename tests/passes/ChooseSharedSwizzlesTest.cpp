@@ -159,7 +159,8 @@ TEST(ChooseSharedSwizzles, RowReadsKeepTheLinearTile) {
 }
 
 // A pipelined gemm's operand tiles are loaded by TMA and read by wgmma: their layout is the
-// hardware's, whatever else touches them.
+// hardware's, whatever else touches them. (A guard: they are swizzled before the pass runs, and
+// it only replaces linear layouts; SimtGemmOperandsStayLinear tests the exclusion itself.)
 TEST(ChooseSharedSwizzles, GemmOperandsKeepTheHardwareSwizzle) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, bf16);
@@ -181,6 +182,33 @@ TEST(ChooseSharedSwizzles, GemmOperandsKeepTheHardwareSwizzle) {
       EXPECT_TRUE(c.layouts.shared_layout(a->buffer).hardware_swizzle())
           << a->buffer->name << ": " << c.layouts.shared_layout(a->buffer).str();
   });
+}
+
+// A CUDA-core (simt) gemm's operands stay linear: the pass does not model the gemm's reads,
+// so a transposed read of the same tile elsewhere must not swizzle it. (Tensor-core operands
+// are swizzled before the pass runs; these are the operands the exclusion is for.)
+TEST(ChooseSharedSwizzles, SimtGemmOperandsStayLinear) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, 32}, f32), B("B", {32, N}, f32), C("C", {M, N}, f32), D("D", {32, M}, f32);
+  Kernel k = kernel("simt", {A, B, C, D}, grid(ceildiv(N, 32), ceildiv(M, 32)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile a = alloc_shared({32, 32}, f32), b = alloc_shared({32, 32}, f32);
+                      Tile acc = alloc_fragment({32, 32}, f32), t = alloc_fragment({32, 32}, f32);
+                      copy(A.tile(by * 32, 0), a);
+                      copy(B.tile(0, bx * 32), b);
+                      clear(acc);
+                      gemm(a, b, acc);
+                      copy(acc, C.tile(by * 32, bx * 32));
+                      parallel({32, 32}, [&](Var i, Var j) { t(i, j) = a(j, i); });
+                      copy(t, D.tile(0, by * 32));
+                    });
+  Chosen c = choose(k);
+  bool simt = false;
+  for (const auto& [g, kind] : c.layouts.gemms)
+    simt = simt || kind == passes::GemmKind::simt;
+  ASSERT_TRUE(simt) << "the gemm is not a simt gemm; the test needs linear operands";
+  EXPECT_EQ(c.layouts.shared_layout(c.tile).kind, SharedLayout::Kind::linear)
+      << c.layouts.shared_layout(c.tile).str();
 }
 
 // One column of a 32 x 32 f32 tile read by 32 lanes: every lane in bank 0, 32 wavefronts;
