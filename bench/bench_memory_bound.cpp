@@ -10,8 +10,9 @@
 //        bench_memory_bound --resources NAME   ptxas' registers and spills of each (no GPU)
 //        bench_memory_bound --source NAME   the CUDA of the variant for unaligned rows (no TMA)
 //                                           of every case named NAME (elementwise, transpose,
-//                                           gemv) at its first config of each staging; no GPU
-//                                           needed
+//                                           gemv) at its first config of each staging, or
+//                                           of NAME:CONFIG only (a config as --only prints
+//                                           it); no GPU needed
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -235,18 +236,26 @@ int main(int argc, char** argv) {
                {{bf16, {M, N}}, {bf16, {N, M}}},
                double(M) * N * 4});
   if (source) {
+    // NAME:CONFIG shows that one config; NAME alone its first config of each staging.
+    const std::string arg = argv[2];
+    const size_t colon = arg.find(':');
+    const std::string name = arg.substr(0, colon),
+                      config = colon == std::string::npos ? "" : arg.substr(colon + 1);
     std::vector<std::string> shown;
     for (const Case& c : cases) {
       const std::string staging = c.config.find("staged") == std::string::npos ? "" : "staged";
-      if (c.name != argv[2] || std::find(shown.begin(), shown.end(), staging) != shown.end())
+      if (c.name != name || (!config.empty() && c.config != config) ||
+          std::find(shown.begin(), shown.end(), staging) != shown.end())
         continue;
       shown.push_back(staging);
       std::printf("// %s %s\n%s\n", c.name.c_str(), c.config.c_str(),
                   compile(c.make(), {.arch = "sm_90a"}).source(false).c_str());
     }
     if (!shown.empty()) return 0;
-    std::fprintf(stderr, "%s: no case named %s; use elementwise, transpose or gemv\n", argv[0],
-                 argv[2]);
+    std::fprintf(stderr,
+                 "%s: no case named %s; use elementwise, transpose or gemv, optionally with "
+                 ":CONFIG as --resources prints it\n",
+                 argv[0], argv[2]);
     return 2;
   }
   if (resources) {
