@@ -76,6 +76,7 @@ std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
   for (const Expr& g : w.guards)
     reads.visit(g);
   if (reads.found) return what + "': the value or a guard reads the tensor it writes";
+  if (w.buffer->scope != ir::Scope::global) return what + "': only global writes pair";
   DType t = w.buffer->dtype;
   if (w.atomic && t != DType::f32) return what + "': only f32 has a paired reduction";
   if (w.atomic && !cx.target.sm90())
@@ -85,13 +86,17 @@ std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
   return "";
 }
 
-/// Whether `body` writes global memory (a store or an atomic).
+/// Whether `body` writes global memory (a store or an atomic). Only global writes pair: the
+/// paired reduction (red.global.add.v2.f32) has no shared form, and a shared tile's element
+/// writes are not the epilogue traffic the pairing is for.
 bool writes_global(const ir::Stmt& body) {
   bool any = false;
   ir::for_each_stmt(body, [&](const ir::Stmt& s) {
     if (const auto* st = ir::as<ir::Store>(s)) any = any || st->buffer->scope == ir::Scope::global;
     if (const auto* e = ir::as<ir::Evaluate>(s))
-      if (const auto* c = ir::as<ir::Intrinsic>(e->value)) any = any || c->name == "tp.atomic_add";
+      if (const auto* c = ir::as<ir::Intrinsic>(e->value))
+        any = any || (c->name == "tp.atomic_add" && c->buffers.size() == 1 &&
+                      c->buffers[0]->scope == ir::Scope::global);
   });
   return any;
 }

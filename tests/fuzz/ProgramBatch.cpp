@@ -12,10 +12,6 @@
 
 namespace tp::testing {
 
-namespace {
-
-/// The variant CudaKernel::launch picks: TMA unless a TMA-loaded tensor's rows are not 16-byte
-/// multiples (device buffers are 256-byte aligned).
 cuda::LoweredKernel lower_for_launch(const RandomProgram& p, const std::string& arch) {
   passes::Target t = passes::Target::parse(arch);
   cuda::LoweredKernel lk = cuda::lower_kernel(p.kernel, t);
@@ -28,6 +24,8 @@ cuda::LoweredKernel lower_for_launch(const RandomProgram& p, const std::string& 
   }
   return lk;
 }
+
+namespace {
 
 void prepare_on_worker(Job& j, const std::string& arch) {
   try {

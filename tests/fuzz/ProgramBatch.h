@@ -23,6 +23,10 @@ struct Job {
 /// The generator's options for the GPU comparison (every construct).
 GenOptions gpu_options();
 
+/// The variant CudaKernel::launch picks for p's arguments on `arch`: TMA unless a TMA-loaded
+/// tensor's rows are not 16-byte multiples (device buffers are 256-byte aligned).
+cuda::LoweredKernel lower_for_launch(const RandomProgram& p, const std::string& arch);
+
 /// Programs [start, start + n) for `arch`, prepared on `workers` threads.
 std::vector<Job> prepare_batch(uint64_t start, size_t n, const GenOptions& o,
                                const std::string& arch, unsigned workers);

@@ -177,6 +177,15 @@ TEST(RandomPrograms, VerifyInterpretAndLowerWithoutInternalErrors) {
   EXPECT_LE(with_rejection * 4, std::max(lowered, 1)) << "too many programs rejected by lowering";
 }
 
+// Not a check: prints the program of seed TILEPILOT_RANDPROG_START and the CUDA the GPU test
+// launches for it on sm_90a, for a seed a GPU run reported. Run with
+// --gtest_also_run_disabled_tests --gtest_filter='*ShowOneSeed'.
+TEST(RandomPrograms, DISABLED_ShowOneSeed) {
+  RandomProgram p = make_random_program(
+      static_cast<uint64_t>(env_int("TILEPILOT_RANDPROG_START", 0)), gpu_options());
+  std::cout << describe(p) << "\n" << lower_for_launch(p, "sm_90a").source << "\n";
+}
+
 // The generator is a function of the seed: the same seed gives the same program text.
 TEST(RandomPrograms, SameSeedSameProgram) {
   for (uint64_t s : {1ull, 17ull, 12345ull}) {

@@ -55,7 +55,8 @@ enum class Form {
   cast_store,
   scaled_store,
   shifted_read,
-  unrequested_store
+  unrequested_store,
+  shared_atomic
 };
 
 /// C += A B over 64 x 64 tiles (one warpgroup, a wgmma accumulator on sm_90a), added into C in
@@ -67,6 +68,13 @@ Kernel splitk(Form form, DType out = f32) {
     Tile acc = tp::testing::accumulator_64(A, B, by * 64, bx * 64, K);
     if (form == Form::tile) {
       atomic_add(C.tile(by * 64, bx * 64), acc);
+      return;
+    }
+    if (form == Form::shared_atomic) { // added into a shared tile, then copied out
+      Tile s = alloc_shared({64, 64}, f32);
+      fill(s, 0.0);
+      parallel({64, 64}, [&](Var i, Var j) { atomic_add(s(i, j), acc(i, j)); });
+      copy(s, C.tile(by * 64, bx * 64));
       return;
     }
     parallel({64, 64}, [&](Var i, Var j) {
@@ -187,4 +195,13 @@ TEST(PairElementWrites, StoresPairOnlyOnRequest) {
   EXPECT_EQ(w.paired_stores, 0);
   EXPECT_EQ(w.element_stores, 1);
   EXPECT_TRUE(has(w.notes, "annotate(\"paired_stores\", \"1\")"));
+}
+
+// The paired reduction (red.global.add.v2.f32) exists for global memory only: an atomic_add
+// into a shared tile stays element-wise. Paired, the GPU stopped the kernel with
+// CUDA_ERROR_INVALID_ADDRESS_SPACE (random programs 663 and 909, H100, 2026-12-07).
+TEST(PairElementWrites, AtomicsIntoSharedTilesStayElementWise) {
+  Writes w = lower(splitk(Form::shared_atomic));
+  EXPECT_EQ(w.paired, 0);
+  EXPECT_GE(w.element, 1);
 }
