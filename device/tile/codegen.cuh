@@ -510,6 +510,17 @@ TP_DEVICE void ld_vec(D* regs, const S* g, bool slack = false) {
   ld_issue<N>(raw, g, slack);
   ld_take<N>(regs, raw, g);
 }
+/// 16 bytes from global to shared memory where the global run is not 16-byte aligned and the
+/// shared chunk is: read as ld_vec reads it (the aligned blocks that hold it when `slack` says
+/// the 16 bytes after the run are inside the tensor, else the widest loads the address allows),
+/// stored as one 16-byte chunk. The caller guarantees the run is inside the tensor.
+template <typename T>
+TP_DEVICE void copy16_unaligned(void* smem_dst, const T* g, bool slack) {
+  constexpr int N = 16 / static_cast<int>(sizeof(T));
+  alignas(16) T t[N];
+  ld_vec<N>(t, g, slack);
+  *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(t);
+}
 /// Where an E-byte element's address falls in its 16-byte block, in elements (0 when aligned).
 template <int E>
 TP_DEVICE int elems_into16(const void* p) {

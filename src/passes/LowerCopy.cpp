@@ -290,8 +290,11 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
   return unrolled_for(e, ch.per, ir::Store::make(dst.buffer, {first + e}, v, {}));
 }
 
-/// 16-byte vector copy global -> shared, with an element-wise fallback for vectors at the
-/// tensor's edge or when the tensor's rows are not 16-byte aligned.
+/// 16-byte vector copy global -> shared. A chunk inside the tensor whose global run is not
+/// 16-byte aligned (rows of odd length) is loaded as the aligned blocks that hold it, shifted
+/// into place and stored as one 16-byte chunk (tp::cg::copy16_unaligned); element by element,
+/// each of its eight 2-byte loads and stores took its own guard (an odd-sized transpose ran at
+/// a third of the copy bandwidth). Chunks at the tensor's edge go element by element.
 ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
                      const ir::Region& dst) {
   const Buffer& g = src.buffer;
@@ -302,12 +305,16 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
     std::vector<Expr> gidx = place(cx, src, onto(src, chunk_coords(ch, row, col), ch.shape()));
     std::vector<Expr> gidx_end = gidx;
     gidx_end.back() = gidx_end.back() + (ch.per - 1);
-    Expr full = aligned && cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
+    Expr inside = cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
     Expr saddr = cx.stage_base(dst.buffer) + sl.offset(row, col);
-    ir::Stmt fast =
-        call("tp::cg::copy16", {call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer}),
-                                call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g})});
-    return if_then(full, fast, chunk_elements(cx, ch, src, dst, row, col));
+    Expr sptr = call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer});
+    Expr gptr = call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g});
+    ir::Stmt fast = call("tp::cg::copy16", {sptr, gptr});
+    Expr whole_run = cx.strided(g) ? (inside && cx.inner_contiguous(g)) : inside;
+    ir::Stmt shifted = if_then(
+        whole_run, call("tp::cg::copy16_unaligned", {sptr, gptr, read_slack(cx, src, gidx_end)}),
+        chunk_elements(cx, ch, src, dst, row, col));
+    return if_then(aligned && inside, fast, shifted);
   });
 }
 

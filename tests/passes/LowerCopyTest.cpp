@@ -16,9 +16,9 @@ namespace {
 
 /// The device-library calls of a kernel's lowered body, in program order (names without their
 /// template arguments).
-std::vector<std::string> lowered_calls(const Kernel& kernel) {
+std::vector<std::string> lowered_calls(const Kernel& kernel, const std::string& arch = "sm_90a") {
   std::vector<std::string> out;
-  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse("sm_90a")),
+  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse(arch)),
                     [&](const ir::Stmt& st) {
                       if (const auto* e = ir::as<ir::Evaluate>(st))
                         if (const auto* c = ir::as<ir::Intrinsic>(e->value))
@@ -125,4 +125,15 @@ TEST(LowerCopy, FragmentRunsStoreIntoSharedTilesAtOnce) {
   std::vector<std::string> calls = lowered_calls(k);
   EXPECT_EQ(only(calls, "tp::cg::sts_vec").size(), 1u);
   EXPECT_EQ(only(calls, "tp::cg::st_block_from_shared").size(), 1u);
+}
+
+// A 16-bit global -> shared copy without TMA (sm_80) moves 16-byte chunks: copy16 where the
+// global run is aligned, copy16_unaligned (the aligned blocks that hold it, shifted) where it is
+// inside the tensor but not aligned (rows of odd length), element by element only at the edge.
+// A 32-bit tile keeps the element copy.
+TEST(LowerCopy, UnalignedChunksIntoSharedTilesLoadAsAlignedBlocks) {
+  std::vector<std::string> calls =
+      only(lowered_calls(through_shared(64, bf16), "sm_80"), "tp::cg::copy16");
+  EXPECT_EQ(calls, (std::vector<std::string>{"tp::cg::copy16", "tp::cg::copy16_unaligned"}));
+  EXPECT_TRUE(only(lowered_calls(through_shared(64, f32), "sm_80"), "tp::cg::copy16").empty());
 }
