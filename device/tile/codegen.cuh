@@ -521,6 +521,16 @@ TP_DEVICE void copy16_unaligned(void* smem_dst, const T* g, bool slack) {
   ld_vec<N>(t, g, slack);
   *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(t);
 }
+/// The second phase of a global -> shared chunk loaded by ld_issue<16 / sizeof(T)> (its raw
+/// words and the same address g): shifted into place when its run was unaligned, stored as one
+/// 16-byte chunk.
+template <typename T>
+TP_DEVICE void st16_taken(void* smem_dst, const int* raw, const T* g) {
+  constexpr int N = 16 / static_cast<int>(sizeof(T));
+  alignas(16) T t[N];
+  ld_take<N>(t, raw, g);
+  *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(t);
+}
 /// Where an E-byte element's address falls in its 16-byte block, in elements (0 when aligned).
 template <int E>
 TP_DEVICE int elems_into16(const void* p) {

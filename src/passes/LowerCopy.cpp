@@ -265,15 +265,20 @@ std::vector<Expr> chunk_coords(const Chunks& ch, const Expr& row, const Expr& co
   return ch.two_d ? std::vector<Expr>{row, col} : std::vector<Expr>{col};
 }
 
-/// for every chunk v of the copy (cooperatively): body(row, col) with the chunk's first element.
+/// for every chunk v of the copy (cooperatively): body(row, col, v) with the chunk's first
+/// element.
 ir::Stmt for_chunks(const LowerContext& cx, const Chunks& ch,
-                    const std::function<ir::Stmt(Expr, Expr)>& body) {
+                    const std::function<ir::Stmt(Expr, Expr, Expr)>& body) {
   return strided_for(cx, ch.count(), [&](Expr v) {
     Var row("vr"), col("vc");
-    ir::Stmt b = body(row, col);
+    ir::Stmt b = body(row, col, v);
     b = ir::Let::make(col, (v % (ch.cols / ch.per)) * ch.per, b);
     return ir::Let::make(row, v / (ch.cols / ch.per), b);
   });
+}
+ir::Stmt for_chunks(const LowerContext& cx, const Chunks& ch,
+                    const std::function<ir::Stmt(Expr, Expr)>& body) {
+  return for_chunks(cx, ch, [&](Expr row, Expr col, Expr) { return body(row, col); });
 }
 
 /// Element by element, with the bounds guards: chunks at the tensor's edge or unaligned.
@@ -295,27 +300,59 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
 /// into place and stored as one 16-byte chunk (tp::cg::copy16_unaligned); element by element,
 /// each of its eight 2-byte loads and stores took its own guard (an odd-sized transpose ran at
 /// a third of the copy bandwidth). Chunks at the tensor's edge go element by element.
+/// A thread with kLoadsTogetherFromRuns chunks or more issues every chunk's load before it
+/// stores any (tp::cg::ld_issue, then st16_taken), as a fragment's runs do: one branch a chunk
+/// kept nvcc from hoisting the next chunk's load above this one's store, so a thread had one
+/// load in flight at a time.
 ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
                      const ir::Region& dst) {
   const Buffer& g = src.buffer;
   const SharedLayout& sl = cx.layouts.shared_layout(dst.buffer);
   Expr col0 = lower_expr(cx, src.min.back());
   Expr aligned = cx.rows_aligned(g, ch.per) && (col0 % ch.per == 0);
-  return for_chunks(cx, ch, [&](Expr row, Expr col) {
+  struct Chunk {
+    Expr sptr, gptr, inside, whole_run, slack;
+  };
+  auto chunk = [&](Expr row, Expr col) {
     std::vector<Expr> gidx = place(cx, src, onto(src, chunk_coords(ch, row, col), ch.shape()));
     std::vector<Expr> gidx_end = gidx;
     gidx_end.back() = gidx_end.back() + (ch.per - 1);
-    Expr inside = cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
-    Expr saddr = cx.stage_base(dst.buffer) + sl.offset(row, col);
-    Expr sptr = call_expr("tp.ptr", {saddr}, DType::i32, {dst.buffer});
-    Expr gptr = call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g});
-    ir::Stmt fast = call("tp::cg::copy16", {sptr, gptr});
-    Expr whole_run = cx.strided(g) ? (inside && cx.inner_contiguous(g)) : inside;
-    ir::Stmt shifted = if_then(
-        whole_run, call("tp::cg::copy16_unaligned", {sptr, gptr, read_slack(cx, src, gidx_end)}),
-        chunk_elements(cx, ch, src, dst, row, col));
-    return if_then(aligned && inside, fast, shifted);
+    Chunk c;
+    c.inside = cx.global_in_bounds(g, gidx) && cx.global_in_bounds(g, gidx_end);
+    c.whole_run = cx.strided(g) ? (c.inside && cx.inner_contiguous(g)) : c.inside;
+    c.sptr = call_expr("tp.ptr", {cx.stage_base(dst.buffer) + sl.offset(row, col)}, DType::i32,
+                       {dst.buffer});
+    c.gptr = call_expr("tp.ptr", {cx.global_index(g, gidx)}, DType::i32, {g});
+    c.slack = read_slack(cx, src, gidx_end);
+    return c;
+  };
+  const int64_t T = cx.consumer_threads(), trips = (ch.count() + T - 1) / T;
+  if (trips < LayoutInfo::kLoadsTogetherFromRuns)
+    return for_chunks(cx, ch, [&](Expr row, Expr col) {
+      Chunk c = chunk(row, col);
+      ir::Stmt fast = call("tp::cg::copy16", {c.sptr, c.gptr});
+      ir::Stmt shifted =
+          if_then(c.whole_run, call("tp::cg::copy16_unaligned", {c.sptr, c.gptr, c.slack}),
+                  chunk_elements(cx, ch, src, dst, row, col));
+      return if_then(aligned && c.inside, fast, shifted);
+    });
+  // kRawWords<16> of tp/tile/codegen.cuh: a chunk's loaded words and its offset.
+  const int words = 16 / 4 + 5;
+  Buffer raw = ir::make_buffer(dst.buffer->name + "_raw", Scope::local, DType::i32,
+                               {Expr(trips * words)}, 0, src.buffer->loc);
+  // Chunk v = it * T + tid is the thread's trip it = v / T (tid < T).
+  auto rawp = [&](Expr v) { return call_expr("tp.ptr", {(v / T) * words}, DType::i32, {raw}); };
+  const std::string n = std::to_string(ch.per);
+  ir::Stmt issue = for_chunks(cx, ch, [&](Expr row, Expr col, Expr v) {
+    Chunk c = chunk(row, col);
+    return if_then(c.whole_run, call("tp::cg::ld_issue<" + n + ">", {rawp(v), c.gptr, c.slack}));
   });
+  ir::Stmt take = for_chunks(cx, ch, [&](Expr row, Expr col, Expr v) {
+    Chunk c = chunk(row, col);
+    return if_then(c.whole_run, call("tp::cg::st16_taken", {c.sptr, rawp(v), c.gptr}),
+                   chunk_elements(cx, ch, src, dst, row, col));
+  });
+  return seq({ir::Allocate::make(raw, {}), issue, take});
 }
 
 /// The chunks of a shared -> global copy of a whole 16-bit tile that the global side can take
