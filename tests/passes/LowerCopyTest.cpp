@@ -137,3 +137,23 @@ TEST(LowerCopy, UnalignedChunksIntoSharedTilesLoadAsAlignedBlocks) {
   EXPECT_EQ(calls, (std::vector<std::string>{"tp::cg::copy16", "tp::cg::copy16_unaligned"}));
   EXPECT_TRUE(only(lowered_calls(through_shared(64, f32), "sm_80"), "tp::cg::copy16").empty());
 }
+
+// From three chunks a thread (64 x 64 over 128 threads: four), every chunk's load issues before
+// any chunk is stored into the tile (tp::cg::ld_issue, then st16_taken), as a fragment's runs
+// do; one or two chunks a thread keep the one-call copies above.
+TEST(LowerCopy, ThreadsWithSeveralChunksIssueEveryLoadBeforeStoringAny) {
+  Dim M("M"), N("N");
+  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16);
+  Kernel k = kernel("fill", {X, Y}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile s = alloc_shared({64, 64}, bf16);
+                      copy(X.tile(by * 64, bx * 64), s);
+                      copy(s, Y.tile(by * 64, bx * 64));
+                    });
+  std::vector<std::string> calls = lowered_calls(k, "sm_80");
+  std::vector<std::string> fill;
+  for (const std::string& c : calls)
+    if (c == "tp::cg::ld_issue" || c == "tp::cg::st16_taken" || c.rfind("tp::cg::copy16", 0) == 0)
+      fill.push_back(c);
+  EXPECT_EQ(fill, (std::vector<std::string>{"tp::cg::ld_issue", "tp::cg::st16_taken"}));
+}
