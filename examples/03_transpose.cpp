@@ -46,11 +46,13 @@ bool run_cpu() {
   return lesson::check("CPU 77 x 133", b, reference(a), 0, 0); // a permutation: exact
 }
 
-// The kernels --gpu runs, in their GPU config. 32 x 32 tiles: 3.15 TB/s (76 % of the copy) on
-// the H200 against 2.27 TB/s (55 %) with 64 x 64 ones, 8192 x 8192, side by side in one run
-// (bench/bench_memory_bound, 2026-12-02): the smaller tile's 30 registers let more blocks in.
+// The kernels --gpu runs, in their GPU config. 64 x 64 tiles: on an H100 (bench_memory_bound,
+// 2026-12-07, call b10) 0.0989 ms at 8192 x 8192 (92 % of the copy) against 0.1011 (89 %) with
+// 32 x 32 ones, and 0.1865 against 0.2669 ms at 8191 x 8193. On 2026-12-02 the 32 x 32 tiles had
+// won (76 % against 55 %), before the shared tile was swizzled for its column reads and a
+// thread's four chunk loads went out together.
 std::vector<Kernel> gpu_kernels() {
-  return {transpose(32)};
+  return {transpose(64)};
 }
 
 bool run_gpu() {
