@@ -111,6 +111,13 @@ Expr LowerContext::stage_base(const Buffer& b) const {
   return it->second * (smem.slot(b).stage_bytes / dtype_bytes(b->dtype));
 }
 
+void LowerContext::stage_after_loop(const std::set<uint64_t>& staged, const Expr& n, int stages) {
+  Expr last = ir::Select::make(n > 0, (n + (stages - 1)) % stages, Expr(0));
+  if (const int64_t* c = n.as_int()) last = Expr(*c > 0 ? (*c - 1) % stages : 0);
+  for (uint64_t u : staged)
+    stage[u] = last;
+}
+
 Expr LowerContext::shared_index(const Buffer& b, const std::vector<Expr>& idx) const {
   auto [row, col] = shared_row_col(b, idx);
   return stage_base(b) + layouts.shared_layout(b).offset(row, col);

@@ -9,6 +9,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct LowerContext {
   Var tid;                             // threadIdx.x
   std::map<uint64_t, ir::Buffer> regs; // fragment uid -> its register array
   std::map<uint64_t, Expr> stage;      // staged buffer uid -> current stage index
+  /// After a pipelined loop of n iterations over `stages` buffers, a staged tile holds its last
+  /// iteration's data (the semantics of a copy in a loop): the statements after the loop
+  /// address that stage, (n - 1) mod stages, or stage 0 when the loop ran no iteration.
+  void stage_after_loop(const std::set<uint64_t>& staged, const Expr& n, int stages);
   bool in_consumer = true;
   /// wgmma groups a lowered gemm leaves in flight (wait_group<N>). 0 except in a warp-specialized
   /// main loop whose only work is one gemm: there the previous stage's group may still run

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/IRVisitor.h"
+#include "passes/BufferAccesses.h"
 #include "passes/InsertBarriers.h"
 #include "passes/LowerTileOps.h"
 
@@ -457,10 +458,33 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const std::string release =
       plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
                        : "tp::cg::warp_arrive";
+  // After the loop a staged tile holds its last iteration's stage (stage_after_loop). A
+  // persistent kernel releases that stage to the next tile's loads as its loop ends, so there
+  // nothing after the loop may touch a staged tile.
+  bool after_loop = false;
+  auto after_the_loop = [&] {
+    cx.stage.clear();
+    after_loop = true;
+    if (!persistent) {
+      cx.stage_after_loop(plan.staged, n, S);
+      cx.stage_after_loop(plan.rotated, n, 2);
+    }
+  };
   for (const ir::Stmt& s : body->stmts) {
     if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;
     if (folded.defined() && s.same_as(folded)) continue;
     if (s.get() != static_cast<const ir::StmtNode*>(plan.loop)) {
+      if (after_loop && persistent) {
+        BufferAccesses a = buffer_accesses(s);
+        for (uint64_t u : plan.staged)
+          if (a.touches(u))
+            user_error() << "shared tile '" << a.buffers.at(u)->name
+                         << "' is filled by the pipelined loop at " << plan.loop->loc.str()
+                         << " and used after it at " << s->loc.str()
+                         << "; a persistent kernel hands the loop's buffers to its next tile "
+                            "when the loop ends. Use the tile inside the loop, copy it to "
+                            "another tile there, or leave out persistent";
+      }
       consumer.push_back(lower_stmt(cx, s));
       if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
       continue;
@@ -474,7 +498,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
                           plan.pingpong ? turn_wait : ir::Stmt(),
                           plan.pingpong ? turn_pass : ir::Stmt(), consumer);
       if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
-      cx.stage.clear();
+      after_the_loop();
       continue;
     }
     std::vector<ir::Stmt> iter = {call(wait, {bar_addr(cx, stage), phase})};
@@ -531,7 +555,7 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
       if (folded.defined()) consumer.push_back(if_then(n == 0, lower_stmt(cx, folded)));
     }
     if (persistent && s.get() == last_prologue_use) consumer.push_back(release_tile);
-    cx.stage.clear();
+    after_the_loop();
   }
   std::vector<ir::Stmt> consumer_all = {
       call("tp::warpgroup::setmaxnreg_inc<" + std::to_string(regs.consumer) + ">")};

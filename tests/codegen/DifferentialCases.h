@@ -1184,6 +1184,46 @@ inline DiffCase box_copy_into_pipelined_gemm() {
   return c;
 }
 
+/// A staged tile of a pipelined gemm loop, copied out after the loop: it holds the last
+/// iteration's tile (a copy in a loop leaves its last value). Five iterations over three stages
+/// end in stage 1; the lowering read stage 0 (random programs 3054 and 3367, H100, 2026-12-07).
+inline DiffCase staged_tile_read_after_its_loop() {
+  DiffCase c;
+  c.name = "StagedTileReadAfterItsLoop";
+  Dim M("M"), N("N"), K("K");
+  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), Y("Y", {M, N}, f32), L("L", {M, 32}, bf16);
+  c.kernel = kernel("after_loop", {A, B, Y, L}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({32, 64}, bf16);
+                      Tile acc = alloc_fragment({64, 64}, f32);
+                      clear(acc);
+                      pipelined(ceildiv(K, 32), 3, [&](Var k) {
+                        copy(A.tile(by * 64, k * 32), As);
+                        copy(B.tile(k * 32, bx * 64), Bs);
+                        gemm(As, Bs, acc);
+                      });
+                      copy(acc, Y.tile(by * 64, bx * 64));
+                      copy(As, L.tile(by * 64, 0));
+                    });
+  const int64_t m = 64, n = 64, k = 160;
+  c.args = {ints(bf16, {m, k}, 61), ints(bf16, {k, n}, 67), sentinel(f32, {m, n}),
+            sentinel(bf16, {m, 32})};
+  c.outputs = {2, 3};
+  c.expect = [=](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q)
+          s += a[0].get(i * k + q) * a[1].get(q * n + j);
+        a[2].set(i * n + j, s);
+      }
+      for (int64_t j = 0; j < 32; ++j)
+        a[3].set(i * 32 + j, a[0].get(i * k + (k - 32) + j));
+    }
+  };
+  return c;
+}
+
 /// Whole 16-bit shared tiles copied to global rows that start anywhere in a 16-byte block
 /// (LowerCopy's block_store: aligned 16-byte blocks of the destination, gathered from shared,
 /// partial blocks at a row's ends element by element): a 16 x 64 tile to an odd-width tensor
@@ -1269,7 +1309,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"SharedTileWrittenInColumnPairs", shared_column_pairs},
           {"SharedTileStoredInAlignedBlocks", shared_tile_block_stores},
           {"SharedTileWrittenAsPackedProducts", shared_packed_products},
-          {"SharedTilesSwizzledForColumnReads", swizzled_shared_transposes}};
+          {"SharedTilesSwizzledForColumnReads", swizzled_shared_transposes},
+          {"StagedTileReadAfterItsLoop", staged_tile_read_after_its_loop}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

@@ -180,3 +180,36 @@ TEST(LowerWarpSpecialized, DeferredGemmTakesPingpongTurns) {
     EXPECT_EQ(passes, 4);  // the hand-over and three turns
   }
 }
+
+// A persistent kernel hands its loop's stages to the next tile's loads as the loop ends, so a
+// staged tile used after the loop is a user error naming the tile and both places; without
+// persistence the same kernel lowers (the tile is read from the loop's last stage).
+TEST(LowerWarpSpecialized, PersistentKernelRefusesAStagedTileUsedAfterItsLoop) {
+  auto after_loop = [](bool persistent) {
+    Dim M("M"), N("N"), K("K");
+    Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32), L("L", {M, 64}, bf16);
+    return kernel("after_loop", {A, B, C, L}, grid(ceildiv(N, 128), ceildiv(M, 128)),
+                  tp::threads(256), [&](Var bx, Var by) {
+                    if (persistent) annotate("persistent", "1");
+                    Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 128}, bf16);
+                    Tile acc = alloc_fragment({128, 128}, f32);
+                    clear(acc);
+                    pipelined(ceildiv(K, 64), 3, [&](Var k) {
+                      copy(A.tile(by * 128, k * 64), as);
+                      copy(B.tile(k * 64, bx * 128), bs);
+                      gemm(as, bs, acc);
+                    });
+                    copy(acc, C.tile(by * 128, bx * 128));
+                    copy(as, L.tile(by * 128, 0));
+                  });
+  };
+  EXPECT_NO_THROW(tp::testing::lowered_body(after_loop(false), passes::Target::parse("sm_90a")));
+  try {
+    tp::testing::lowered_body(after_loop(true), passes::Target::parse("sm_90a"));
+    ADD_FAILURE() << "lowered without an error";
+  } catch (const UserError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("is filled by the pipelined loop at "), std::string::npos) << m;
+    EXPECT_NE(m.find("leave out persistent"), std::string::npos) << m;
+  }
+}
