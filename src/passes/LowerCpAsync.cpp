@@ -89,9 +89,6 @@ ir::Stmt lower_cp_async_loop(LowerContext& cx, const ir::For* loop) {
       ir::For::make(loop->var, mn, n, ir::ForKind::serial, {}, seq(std::move(body)), loop->loc));
   out.push_back(call("tp::sm80::cp_async_wait<0>"));
   out.push_back(cx.barrier());
-  // Statements after the loop that read a staged tile read its last iteration's stage; before,
-  // they read stage 0 (random programs 3054 and 3367 on an H100, 2026-12-07).
-  cx.stage_after_loop(p.staged, n, S);
   return seq(std::move(out));
 }
 

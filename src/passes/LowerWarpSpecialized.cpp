@@ -458,9 +458,11 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   const std::string release =
       plan.cluster > 1 ? "tp::cg::warp_arrive_cluster<" + std::to_string(plan.cluster) + ">"
                        : "tp::cg::warp_arrive";
-  // After the loop a staged tile holds its last iteration's stage (stage_after_loop). A
-  // persistent kernel releases that stage to the next tile's loads as its loop ends, so there
-  // nothing after the loop may touch a staged tile.
+  // After the loop a staged tile holds its last iteration's stage (stage_after_loop); the
+  // statements after it read stage 0 before (random programs 3054 and 3367 on an H100,
+  // 2026-12-07). A persistent kernel releases that stage to the next tile's loads as its loop
+  // ends, so there nothing after the loop may touch a staged tile. (The cp.async plan does not
+  // stage a tile used outside its loop: PlanCpAsync.cpp.)
   bool after_loop = false;
   auto after_the_loop = [&] {
     cx.stage.clear();
