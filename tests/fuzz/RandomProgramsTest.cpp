@@ -128,12 +128,21 @@ Outcome check_program(uint64_t seed, const GenOptions& o, RandomProgram* out) {
   return r;
 }
 
+/// Device-library calls of lowering paths worth knowing the random programs reach: the global ->
+/// shared chunk copies (aligned, unaligned, two-phase), two-phase fragment loads, block stores,
+/// paired reductions, cp.async and TMA pipelines (swizzled shared tiles are counted from the
+/// lowering's notes).
+constexpr const char* kLoweringPaths[] = {
+    "tp::cg::copy16(",          "tp::cg::copy16_unaligned",     "tp::cg::st16_taken",
+    "tp::cg::ld_issue",         "tp::cg::st_block_from_shared", "atomic_add2_aligned",
+    "tp::sm80::cp_async_chunk", "tp::sm90::tma_load",           "mbarrier_wait_parity"};
+
 // The property over many seeds; failures print the seed and the program.
 TEST(RandomPrograms, VerifyInterpretAndLowerWithoutInternalErrors) {
   int64_t n = env_int("TILEPILOT_RANDPROG_CPU_SEEDS", 1000);
   int64_t start = env_int("TILEPILOT_RANDPROG_START", 0);
   GenOptions o = cpu_options();
-  std::map<std::string, int> rejections, features;
+  std::map<std::string, int> rejections, features, paths;
   std::map<std::string, std::vector<int64_t>> failed; // by message: the seeds
   int failures = 0, lowered = 0, with_rejection = 0;
   auto t0 = std::chrono::steady_clock::now();
@@ -151,6 +160,14 @@ TEST(RandomPrograms, VerifyInterpretAndLowerWithoutInternalErrors) {
       continue;
     }
     lowered += !p.uses("local");
+    // Which lowering paths the programs reach, per target variant (a path no program reaches is
+    // one the GPU comparison never checks).
+    for (const cuda::LoweredKernel& lk : r.lowered)
+      for (const char* path : kLoweringPaths)
+        if (lk.source.find(path) != std::string::npos) ++paths[lk.target.str() + " " + path];
+    for (const cuda::LoweredKernel& lk : r.lowered)
+      if (lk.lowered_text.find("swizzled for its accesses") != std::string::npos)
+        ++paths[lk.target.str() + " a shared tile swizzled for its accesses"];
     if (!r.rejections.empty()) ++with_rejection;
     for (const std::string& m : r.rejections)
       ++rejections[rule_of(m)];
@@ -169,6 +186,9 @@ TEST(RandomPrograms, VerifyInterpretAndLowerWithoutInternalErrors) {
   std::cout << "features:";
   for (const auto& [f, c] : features)
     std::cout << " " << f << "=" << c;
+  std::cout << "\nlowering paths (programs whose CUDA calls them):";
+  for (const auto& [f, c] : paths)
+    std::cout << "\n  " << f << " " << c;
   std::cout << "\n";
   EXPECT_EQ(failures, 0) << "see the seeds above; rerun one with TILEPILOT_RANDPROG_START=<seed> "
                             "TILEPILOT_RANDPROG_CPU_SEEDS=1";
