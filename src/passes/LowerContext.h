@@ -1,5 +1,5 @@
 // State shared by the lowering of tile ops into per-thread CUDA-level IR (LowerTileOps.cpp,
-// LowerCopy.cpp, LowerGemm.cpp, LowerReduce.cpp). Lowered IR uses:
+// LowerCopy.cpp, LowerChunkCopies.cpp, LowerGemm.cpp, LowerReduce.cpp). Lowered IR uses:
 //   - global tensors: Load/Store with one flat element index (row-major, or through the stride
 //     parameters of a strided tensor);
 //   - shared buffers: Load/Store with one physical element index (layout and stage applied);
@@ -128,6 +128,13 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op);
 /// A prefetched global->shared copy of a cp.async pipeline, into the stage cx.stage names:
 /// cp.async chunks where the copy moves whole 16-byte chunks, else a synchronous copy.
 ir::Stmt lower_copy_async(LowerContext& cx, const ir::Copy* op);
+/// A copy of a whole 16-bit tile between global memory and a shared tile in 16-byte chunks
+/// (LowerChunkCopies.cpp): global -> shared vector copies, shared -> global block stores.
+/// Undefined when the copy does not move whole chunks.
+ir::Stmt lower_chunk_copy(const LowerContext& cx, const ir::Copy* op);
+/// The same global -> shared copy as cp.async chunks of a pipeline's stage; undefined when the
+/// copy does not move whole chunks.
+ir::Stmt lower_chunk_copy_async(const LowerContext& cx, const ir::Copy* op);
 /// An accumulator copy the plan stores by TMA through shared memory (LowerTmaStore.cpp).
 ir::Stmt lower_tma_store(LowerContext& cx, const ir::Copy* op, const TmaStore& s);
 ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op);

@@ -1,5 +1,5 @@
 // The lowering driver: element accesses, parallel loops and control flow. Tile ops are lowered
-// in LowerCopy/LowerGemm/LowerReduce.cpp, the warp-specialized pipeline in
+// in LowerCopy/LowerChunkCopies/LowerGemm/LowerReduce.cpp, the warp-specialized pipeline in
 // LowerWarpSpecialized.cpp.
 #include "passes/LowerTileOps.h"
 

@@ -18,6 +18,8 @@
 #include "tilepilot/lang.h"
 #include "tilepilot/tensor.h"
 
+#include "StagedTileAfterLoop.h"
+
 namespace tp::difftest {
 
 constexpr double kSentinel = 777.0;
@@ -1190,21 +1192,7 @@ inline DiffCase box_copy_into_pipelined_gemm() {
 inline DiffCase staged_tile_read_after_its_loop() {
   DiffCase c;
   c.name = "StagedTileReadAfterItsLoop";
-  Dim M("M"), N("N"), K("K");
-  Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), Y("Y", {M, N}, f32), L("L", {M, 32}, bf16);
-  c.kernel = kernel("after_loop", {A, B, Y, L}, grid(ceildiv(N, 64), ceildiv(M, 64)), threads(128),
-                    [&](Var bx, Var by) {
-                      Tile As = alloc_shared({64, 32}, bf16), Bs = alloc_shared({32, 64}, bf16);
-                      Tile acc = alloc_fragment({64, 64}, f32);
-                      clear(acc);
-                      pipelined(ceildiv(K, 32), 3, [&](Var k) {
-                        copy(A.tile(by * 64, k * 32), As);
-                        copy(B.tile(k * 32, bx * 64), Bs);
-                        gemm(As, Bs, acc);
-                      });
-                      copy(acc, Y.tile(by * 64, bx * 64));
-                      copy(As, L.tile(by * 64, 0));
-                    });
+  c.kernel = tp::difftest::staged_tile_used_after_loop(64, 64, 32, 128, 3, false);
   const int64_t m = 64, n = 64, k = 160;
   c.args = {ints(bf16, {m, k}, 61), ints(bf16, {k, n}, 67), sentinel(f32, {m, n}),
             sentinel(bf16, {m, 32})};

@@ -9,6 +9,7 @@
 #include <tilepilot/tilepilot.h>
 
 #include "LoweredBody.h"
+#include "StagedTileAfterLoop.h"
 #include "TwoGemmLoop.h"
 #include "ir/IRVisitor.h"
 
@@ -186,22 +187,7 @@ TEST(LowerWarpSpecialized, DeferredGemmTakesPingpongTurns) {
 // persistence the same kernel lowers (the tile is read from the loop's last stage).
 TEST(LowerWarpSpecialized, PersistentKernelRefusesAStagedTileUsedAfterItsLoop) {
   auto after_loop = [](bool persistent) {
-    Dim M("M"), N("N"), K("K");
-    Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32), L("L", {M, 64}, bf16);
-    return kernel("after_loop", {A, B, C, L}, grid(ceildiv(N, 128), ceildiv(M, 128)),
-                  tp::threads(256), [&](Var bx, Var by) {
-                    if (persistent) annotate("persistent", "1");
-                    Tile as = alloc_shared({128, 64}, bf16), bs = alloc_shared({64, 128}, bf16);
-                    Tile acc = alloc_fragment({128, 128}, f32);
-                    clear(acc);
-                    pipelined(ceildiv(K, 64), 3, [&](Var k) {
-                      copy(A.tile(by * 128, k * 64), as);
-                      copy(B.tile(k * 64, bx * 128), bs);
-                      gemm(as, bs, acc);
-                    });
-                    copy(acc, C.tile(by * 128, bx * 128));
-                    copy(as, L.tile(by * 128, 0));
-                  });
+    return tp::difftest::staged_tile_used_after_loop(128, 128, 64, 256, 3, persistent);
   };
   EXPECT_NO_THROW(tp::testing::lowered_body(after_loop(false), passes::Target::parse("sm_90a")));
   try {
