@@ -129,12 +129,12 @@ ir::Stmt lower_copy(LowerContext& cx, const ir::Copy* op);
 /// cp.async chunks where the copy moves whole 16-byte chunks, else a synchronous copy.
 ir::Stmt lower_copy_async(LowerContext& cx, const ir::Copy* op);
 /// A copy of a whole 16-bit tile between global memory and a shared tile in 16-byte chunks
-/// (LowerChunkCopies.cpp): global -> shared vector copies, shared -> global block stores.
-/// Undefined when the copy does not move whole chunks.
-ir::Stmt lower_chunk_copy(const LowerContext& cx, const ir::Copy* op);
+/// (LowerChunkCopies.cpp): global -> shared vector copies, shared -> global block stores; adds
+/// its plan to cx.write_notes. Undefined when the copy does not move whole chunks.
+ir::Stmt lower_chunk_copy(LowerContext& cx, const ir::Copy* op);
 /// The same global -> shared copy as cp.async chunks of a pipeline's stage; undefined when the
 /// copy does not move whole chunks.
-ir::Stmt lower_chunk_copy_async(const LowerContext& cx, const ir::Copy* op);
+ir::Stmt lower_chunk_copy_async(LowerContext& cx, const ir::Copy* op);
 /// An accumulator copy the plan stores by TMA through shared memory (LowerTmaStore.cpp).
 ir::Stmt lower_tma_store(LowerContext& cx, const ir::Copy* op, const TmaStore& s);
 ir::Stmt lower_fill(LowerContext& cx, const ir::Fill* op);

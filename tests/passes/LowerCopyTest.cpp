@@ -5,6 +5,8 @@
 // of two runs measured slower on the H200). Checked on the lowered statements, in program order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <tilepilot/tilepilot.h>
 
 #include "LoweredBody.h"
@@ -156,4 +158,14 @@ TEST(LowerCopy, ThreadsWithSeveralChunksIssueEveryLoadBeforeStoringAny) {
     if (c == "tp::cg::ld_issue" || c == "tp::cg::st16_taken" || c.rfind("tp::cg::copy16", 0) == 0)
       fill.push_back(c);
   EXPECT_EQ(fill, (std::vector<std::string>{"tp::cg::ld_issue", "tp::cg::st16_taken"}));
+  // `show --stage lowered` says so, and how the tile leaves.
+  std::vector<std::string> notes;
+  tp::testing::lowered_body(k, passes::Target::parse("sm_80"), nullptr, &notes);
+  auto said = [&](const std::string& part) {
+    return std::any_of(notes.begin(), notes.end(),
+                       [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(
+      said("in 16-byte chunks, 4 a thread, every chunk's load issued before any is stored"));
+  EXPECT_TRUE(said("-> global in the destination's aligned 16-byte blocks"));
 }
