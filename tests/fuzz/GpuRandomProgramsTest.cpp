@@ -35,7 +35,7 @@ TEST(GpuRandomPrograms, InterpreterAndCudaAgreeElementByElement) {
   std::string arch = ops::device_arch();
   unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
   int mismatches = 0, skipped = 0, ran = 0, errors = 0;
-  std::map<std::string, int> skip_reasons;
+  std::map<std::string, int> skip_reasons, paths; // paths: of the programs that ran
   auto t0 = std::chrono::steady_clock::now();
   const int64_t batch = 4 * workers;
   bool dead = false;
@@ -88,6 +88,8 @@ TEST(GpuRandomPrograms, InterpreterAndCudaAgreeElementByElement) {
         break;
       }
       ++ran;
+      for (const std::string& path : lowering_paths(j.lk))
+        ++paths[path];
       std::string diff = compare_outputs(j.p, j.want, got);
       if (!diff.empty() && ++mismatches <= 10)
         ADD_FAILURE() << "seed " << j.seed << ": " << diff << "\n" << describe(j.p);
@@ -100,6 +102,9 @@ TEST(GpuRandomPrograms, InterpreterAndCudaAgreeElementByElement) {
             << secs << " s (" << workers << " compile threads)\n";
   for (const auto& [m, c] : skip_reasons)
     std::cout << "  " << c << "x " << m << "\n";
+  std::cout << "lowering paths of the programs that ran:\n";
+  for (const auto& [p, c] : paths)
+    std::cout << "  " << p << " " << c << "\n";
   EXPECT_EQ(mismatches, 0);
   EXPECT_EQ(errors, 0);
   EXPECT_LE(skipped * 4, std::max<int64_t>(n, 1)) << "too many programs rejected by lowering";

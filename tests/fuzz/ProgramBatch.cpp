@@ -25,6 +25,19 @@ cuda::LoweredKernel lower_for_launch(const RandomProgram& p, const std::string& 
   return lk;
 }
 
+std::vector<std::string> lowering_paths(const cuda::LoweredKernel& lk) {
+  static const char* const kCalls[] = {
+      "tp::cg::copy16(",          "tp::cg::copy16_unaligned",     "tp::cg::st16_taken",
+      "tp::cg::ld_issue",         "tp::cg::st_block_from_shared", "atomic_add2_aligned",
+      "tp::sm80::cp_async_chunk", "tp::sm90::tma_load",           "mbarrier_wait_parity"};
+  std::vector<std::string> out;
+  for (const char* c : kCalls)
+    if (lk.source.find(c) != std::string::npos) out.push_back(c);
+  if (lk.lowered_text.find("swizzled for its accesses") != std::string::npos)
+    out.push_back("a shared tile swizzled for its accesses");
+  return out;
+}
+
 namespace {
 
 void prepare_on_worker(Job& j, const std::string& arch) {

@@ -27,6 +27,12 @@ GenOptions gpu_options();
 /// tensor's rows are not 16-byte multiples (device buffers are 256-byte aligned).
 cuda::LoweredKernel lower_for_launch(const RandomProgram& p, const std::string& arch);
 
+/// The lowering paths worth knowing the random programs reach that `lk` takes: the global ->
+/// shared chunk copies (aligned, unaligned, two-phase), two-phase fragment loads, block stores,
+/// paired reductions, cp.async and TMA pipelines, swizzled shared tiles. A path no program
+/// reaches is one the GPU comparison never checks.
+std::vector<std::string> lowering_paths(const cuda::LoweredKernel& lk);
+
 /// Programs [start, start + n) for `arch`, prepared on `workers` threads.
 std::vector<Job> prepare_batch(uint64_t start, size_t n, const GenOptions& o,
                                const std::string& arch, unsigned workers);

@@ -128,15 +128,6 @@ Outcome check_program(uint64_t seed, const GenOptions& o, RandomProgram* out) {
   return r;
 }
 
-/// Device-library calls of lowering paths worth knowing the random programs reach: the global ->
-/// shared chunk copies (aligned, unaligned, two-phase), two-phase fragment loads, block stores,
-/// paired reductions, cp.async and TMA pipelines (swizzled shared tiles are counted from the
-/// lowering's notes).
-constexpr const char* kLoweringPaths[] = {
-    "tp::cg::copy16(",          "tp::cg::copy16_unaligned",     "tp::cg::st16_taken",
-    "tp::cg::ld_issue",         "tp::cg::st_block_from_shared", "atomic_add2_aligned",
-    "tp::sm80::cp_async_chunk", "tp::sm90::tma_load",           "mbarrier_wait_parity"};
-
 // The property over many seeds; failures print the seed and the program.
 TEST(RandomPrograms, VerifyInterpretAndLowerWithoutInternalErrors) {
   int64_t n = env_int("TILEPILOT_RANDPROG_CPU_SEEDS", 1000);
@@ -163,11 +154,8 @@ TEST(RandomPrograms, VerifyInterpretAndLowerWithoutInternalErrors) {
     // Which lowering paths the programs reach, per target variant (a path no program reaches is
     // one the GPU comparison never checks).
     for (const cuda::LoweredKernel& lk : r.lowered)
-      for (const char* path : kLoweringPaths)
-        if (lk.source.find(path) != std::string::npos) ++paths[lk.target.str() + " " + path];
-    for (const cuda::LoweredKernel& lk : r.lowered)
-      if (lk.lowered_text.find("swizzled for its accesses") != std::string::npos)
-        ++paths[lk.target.str() + " a shared tile swizzled for its accesses"];
+      for (const std::string& path : lowering_paths(lk))
+        ++paths[lk.target.str() + " " + path];
     if (!r.rejections.empty()) ++with_rejection;
     for (const std::string& m : r.rejections)
       ++rejections[rule_of(m)];
