@@ -174,7 +174,8 @@ public:
     const int eb = dtype_bytes(b_->dtype);
     const int64_t cols = shape.back(), rows = b_->const_elements() / cols;
     if (other.buffer->scope == Scope::global) {
-      // 16-bit tiles move in 16-byte chunks (LowerChunkCopies' for_chunks), others element by element.
+      // 16-bit tiles move in 16-byte chunks (LowerChunkCopies' for_chunks), the others one
+      // element at a time.
       const int64_t per = eb == 2 && cols % 8 == 0 ? 8 : 1;
       const int64_t units = rows * (cols / per);
       for (int64_t it = 0; it * threads_ < units && it < kMaxSteps; ++it) {
