@@ -28,19 +28,22 @@ struct Chunks {
   /// The destination tile's squeezed extents, over which chunk_coords are.
   std::vector<int64_t> shape() const { return two_d ? std::vector{rows, cols} : std::vector{cols}; }
 };
-Chunks shared_chunks(const ir::Copy* op) {
-  const ir::Region &src = op->src, &dst = op->dst;
-  const Buffer &S = src.buffer, &D = dst.buffer;
-  if (D->scope != Scope::shared || S->scope != Scope::global || S->dtype != D->dtype ||
-      dtype_bytes(S->dtype) != 2 || dst.extent != D->const_shape())
+/// The chunks of a copy between a whole 16-bit shared tile `tile` (either side) and a global
+/// region `g`. The chunks walk the tile's rows; the global side's outer dimensions may be
+/// regrouped into them (the copy rule): a chunk stays within one row of both.
+Chunks whole_tile_chunks(const ir::Region& tile, const ir::Region& g) {
+  const Buffer &S = tile.buffer, &G = g.buffer;
+  if (S->scope != Scope::shared || G->scope != Scope::global || S->dtype != G->dtype ||
+      dtype_bytes(S->dtype) != 2 || tile.extent != S->const_shape())
     return {};
-  // The chunks walk the tile's rows; the source's outer dimensions may be regrouped into them
-  // (the copy rule): a chunk stays within one row of both.
-  std::vector<int64_t> ds = D->const_shape(), dsq = dst.squeezed();
-  bool two_d = D->rank() == 2 && dsq.size() == 2;
-  bool one_d = D->rank() == 1 && dsq.size() == 1;
-  if (!(two_d || one_d) || src.extent.back() != ds.back() || ds.back() % 8 != 0) return {};
-  return {two_d ? ds[0] : 1, ds.back(), 16 / dtype_bytes(S->dtype), two_d};
+  std::vector<int64_t> ss = S->const_shape(), ssq = tile.squeezed();
+  bool two_d = S->rank() == 2 && ssq.size() == 2;
+  bool one_d = S->rank() == 1 && ssq.size() == 1;
+  if (!(two_d || one_d) || g.extent.back() != ss.back() || ss.back() % 8 != 0) return {};
+  return {two_d ? ss[0] : 1, ss.back(), 16 / dtype_bytes(S->dtype), two_d};
+}
+Chunks shared_chunks(const ir::Copy* op) {
+  return whole_tile_chunks(op->dst, op->src);
 }
 
 /// The copy coordinates of chunk element (row, col): (row, col), or (col) for a 1-d tile.
@@ -139,22 +142,15 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
 }
 
 /// The chunks of a shared -> global copy of a whole 16-bit tile that the global side can take
-/// as aligned 16-byte blocks (block_store): the shape rules of shared_chunks, mirrored, and
-/// shared rows that start on 16-byte chunks (a swizzle moves whole chunks; a padded linear
-/// pitch must stay a multiple of 8 elements).
+/// as aligned 16-byte blocks (block_store): whole_tile_chunks, and shared rows that start on
+/// 16-byte chunks (a swizzle moves whole chunks; a padded linear pitch must stay a multiple of 8
+/// elements).
 Chunks global_blocks(const LowerContext& cx, const ir::Copy* op) {
-  const ir::Region &src = op->src, &dst = op->dst;
-  const Buffer &S = src.buffer, &D = dst.buffer;
-  if (S->scope != Scope::shared || D->scope != Scope::global || S->dtype != D->dtype ||
-      dtype_bytes(S->dtype) != 2 || src.extent != S->const_shape())
-    return {};
-  std::vector<int64_t> ss = S->const_shape(), ssq = src.squeezed();
-  bool two_d = S->rank() == 2 && ssq.size() == 2;
-  bool one_d = S->rank() == 1 && ssq.size() == 1;
-  if (!(two_d || one_d) || dst.extent.back() != ss.back() || ss.back() % 8 != 0) return {};
-  const SharedLayout& sl = cx.layouts.shared_layout(S);
+  Chunks ch = whole_tile_chunks(op->src, op->dst);
+  if (!ch) return {};
+  const SharedLayout& sl = cx.layouts.shared_layout(op->src.buffer);
   if (sl.kind == SharedLayout::Kind::linear && (sl.cols + sl.pad) % 8 != 0) return {};
-  return {two_d ? ss[0] : 1, ss.back(), 8, two_d};
+  return ch;
 }
 
 /// A shared -> global copy in aligned 16-byte blocks of the destination. Each destination row

@@ -462,15 +462,12 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
   // statements after it read stage 0 before (random programs 3054 and 3367 on an H100,
   // 2026-12-07). A persistent kernel releases that stage to the next tile's loads as its loop
   // ends, so there nothing after the loop may touch a staged tile. (The cp.async plan does not
-  // stage a tile used outside its loop: PlanCpAsync.cpp.)
+  // stage a tile used outside its loop, PlanCpAsync.cpp, nor PlanRotation rotate one.)
   bool after_loop = false;
   auto after_the_loop = [&] {
     cx.stage.clear();
     after_loop = true;
-    if (!persistent) {
-      cx.stage_after_loop(plan.staged, n, S);
-      cx.stage_after_loop(plan.rotated, n, 2);
-    }
+    if (!persistent) cx.stage_after_loop(plan.staged, n, S);
   };
   for (const ir::Stmt& s : body->stmts) {
     if (const auto* c = ir::as<ir::Copy>(s); c && plan.load_for(c)) continue;

@@ -76,7 +76,6 @@ std::string no_paired_form(const LowerContext& cx, const ElementWrite& w) {
   for (const Expr& g : w.guards)
     reads.visit(g);
   if (reads.found) return what + "': the value or a guard reads the tensor it writes";
-  if (w.buffer->scope != ir::Scope::global) return what + "': only global writes pair";
   DType t = w.buffer->dtype;
   if (w.atomic && t != DType::f32) return what + "': only f32 has a paired reduction";
   if (w.atomic && !cx.target.sm90())
