@@ -260,13 +260,18 @@ int main(int argc, char** argv) {
   }
   if (resources) {
     // ptxas' report of every config of the case for sm_90a (the aligned variant), no GPU.
+    bool any = false;
     for (const Case& c : cases)
       if (c.name == argv[2]) {
+        any = true;
         Resources r = compile(c.make(), {.arch = "sm_90a"}).resources();
         std::printf("%-11s %-34s %3d regs %5d spill bytes\n", c.name.c_str(), c.config.c_str(),
                     r.registers, r.spill_bytes);
       }
-    return 0;
+    if (any) return 0;
+    std::fprintf(stderr, "%s: no case named %s; use elementwise, transpose or gemv\n", argv[0],
+                 argv[2]);
+    return 2;
   }
   for (const Case& c : cases)
     if (!only || c.name == argv[2]) run(c);
