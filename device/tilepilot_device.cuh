@@ -12,6 +12,7 @@
 #include "arch/sm80/mma_layout.cuh"
 #include "defs.cuh"
 #include "tile/codegen.cuh"
+#include "tile/row_lanes.cuh"
 #include "tile/swizzle.cuh"
 #include "types.cuh"
 

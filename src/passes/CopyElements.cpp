@@ -1,6 +1,8 @@
 // See CopyElements.h.
 #include "passes/CopyElements.h"
 
+#include <algorithm>
+
 #include "ir/CopyShape.h"
 #include "passes/LowerTileOps.h"
 
@@ -65,6 +67,12 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
     slack = slack || cx.global_in_bounds(b, next);
   }
   return slack;
+}
+
+void copy_note(LowerContext& cx, const ir::Copy* op, const std::string& what) {
+  const std::string n = "copy" + (op->loc.known() ? " at " + op->loc.str() : "") + ": " + what;
+  if (std::find(cx.write_notes.begin(), cx.write_notes.end(), n) == cx.write_notes.end())
+    cx.write_notes.push_back(n);
 }
 
 } // namespace tp::passes

@@ -1,8 +1,9 @@
 // The element accesses of a copy, shared by its lowerings (LowerCopy.cpp, LowerChunkCopies.cpp):
 // where copy coordinates land in each side's buffer, one element's read or write under the
 // global bounds rules (out-of-bounds reads are zero, writes dropped), and whether an unaligned
-// run may be read as the aligned 16-byte blocks around it.
+// run may be read as the aligned 16-byte blocks around it; and the notes a copy's lowering leaves.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "passes/LowerContext.h"
@@ -34,5 +35,9 @@ ir::Stmt write(const LowerContext& cx, const ir::Region& r, const std::vector<Ex
 /// next row's, or its padding in the same allocation). The last run of a tensor's last row takes
 /// the narrower loads.
 Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<Expr>& idx_end);
+
+/// Adds "copy at <loc>: <what>" to what `show --stage lowered` says, once however often the copy
+/// is lowered (a pipeline's prologue lowers its prefetched copies again).
+void copy_note(LowerContext& cx, const ir::Copy* op, const std::string& what);
 
 } // namespace tp::passes

@@ -3,7 +3,6 @@
 // (aligned, unaligned, every chunk's load issued first) or as cp.async chunks in a pipeline,
 // shared -> global in the destination's aligned blocks. Chunks at a tensor's edge go element by
 // element.
-#include <algorithm>
 #include <string>
 
 #include "passes/CopyElements.h"
@@ -233,33 +232,26 @@ ir::Stmt async_chunks(const LowerContext& cx, const Chunks& ch, const ir::Region
   });
 }
 
-/// What `show --stage lowered` says of a chunk copy, once however often the copy is lowered (a
-/// pipeline's prologue lowers its prefetched copies again).
-void note(LowerContext& cx, const ir::Copy* op, const std::string& what) {
-  const std::string n = "copy" + (op->loc.known() ? " at " + op->loc.str() : "") + ": " + what;
-  if (std::find(cx.write_notes.begin(), cx.write_notes.end(), n) == cx.write_notes.end())
-    cx.write_notes.push_back(n);
-}
-
 } // namespace
 
 ir::Stmt lower_chunk_copy(LowerContext& cx, const ir::Copy* op) {
   if (Chunks ch = shared_chunks(op)) {
     const int64_t T = cx.consumer_threads(), trips = (ch.count() + T - 1) / T;
-    note(cx, op,
-         "global -> shared '" + op->dst.buffer->name + "' in 16-byte chunks, " +
-             std::to_string(trips) + " a thread" +
-             (trips >= LayoutInfo::kLoadsTogetherFromRuns
-                  ? ", every chunk's load issued before any is stored"
-                  : ", one chunk at a time (fewer than " +
-                        std::to_string(LayoutInfo::kLoadsTogetherFromRuns) + " a thread)") +
-             "; a chunk of an unaligned row loads the aligned blocks that hold it");
+    copy_note(cx, op,
+              "global -> shared '" + op->dst.buffer->name + "' in 16-byte chunks, " +
+                  std::to_string(trips) + " a thread" +
+                  (trips >= LayoutInfo::kLoadsTogetherFromRuns
+                       ? ", every chunk's load issued before any is stored"
+                       : ", one chunk at a time (fewer than " +
+                             std::to_string(LayoutInfo::kLoadsTogetherFromRuns) + " a thread)") +
+                  "; a chunk of an unaligned row loads the aligned blocks that hold it");
     return vector_copy(cx, ch, op->src, op->dst);
   }
   if (Chunks ch = global_blocks(cx, op)) {
-    note(cx, op,
-         "shared '" + op->src.buffer->name +
-             "' -> global in the destination's aligned 16-byte blocks, gathered from the tile");
+    copy_note(
+        cx, op,
+        "shared '" + op->src.buffer->name +
+            "' -> global in the destination's aligned 16-byte blocks, gathered from the tile");
     return block_store(cx, ch, op->src, op->dst);
   }
   return {};
@@ -267,9 +259,9 @@ ir::Stmt lower_chunk_copy(LowerContext& cx, const ir::Copy* op) {
 
 ir::Stmt lower_chunk_copy_async(LowerContext& cx, const ir::Copy* op) {
   if (Chunks ch = shared_chunks(op)) {
-    note(cx, op,
-         "global -> shared '" + op->dst.buffer->name +
-             "' as cp.async 16-byte chunks into the pipeline's stages");
+    copy_note(cx, op,
+              "global -> shared '" + op->dst.buffer->name +
+                  "' as cp.async 16-byte chunks into the pipeline's stages");
     return async_chunks(cx, ch, op->src, op->dst);
   }
   return {};

@@ -36,13 +36,25 @@ ir::Stmt when_valid(const LowerContext& cx, const FragmentLayout& l, const Expr&
   return ok.defined() ? if_then(ok, s) : s;
 }
 
+/// The lanes of a segment that hold adjacent 16-byte runs of one global row, each run 16 bytes
+/// past the previous lane's: a blocked (or cols) layout's thread columns, min(tn, 32) of them
+/// (tn is a power of two). 0 when a thread's runs are not 16 bytes or no two lanes share a row.
+int row_segment(const FragmentLayout& l, int vec, DType g) {
+  const bool columns =
+      l.kind == FragmentLayout::Kind::blocked || l.kind == FragmentLayout::Kind::cols;
+  if (!columns || l.tn < 2 || vec * dtype_bytes(g) != 16) return 0;
+  return std::min(l.tn, 32);
+}
+
 /// Runs of `vec` adjacent registers of a blocked-family fragment and `vec` adjacent elements of
 /// a global tensor's row, moved as one vector access (tp::cg::ld_vec / st_vec pick 16, 8, 4 bytes
 /// or elements by the address at run time) when the whole run is inside the tensor and its row
 /// is contiguous; element by element, with the bounds guards, otherwise.
 /// Loads issue in one loop over the runs and are taken into registers in a second
 /// (tp::cg::ld_issue, ld_take): a run's data is used only after every run's load is in flight.
-ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int vec) {
+/// Where a warp's adjacent lanes hold adjacent 16-byte runs of a row (row_segment), they move
+/// the runs together (tp/tile/row_lanes.cuh): an unaligned row as whole aligned blocks.
+ir::Stmt vector_fragment_copy(LowerContext& cx, const ir::Copy* op, int vec) {
   const ir::Region &src = op->src, &dst = op->dst;
   bool load = src.buffer->scope == Scope::global;
   const ir::Region& g = load ? src : dst;
@@ -56,6 +68,12 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
   Buffer raw = together ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
                                           {Expr(runs * words)}, 0, op->loc)
                         : Buffer();
+  const int lanes = row_segment(l, vec, g.buffer->dtype);
+  const std::string n_l = n + ", " + std::to_string(lanes);
+  if (lanes > 0)
+    copy_note(cx, op,
+              "16-byte runs of " + std::to_string(lanes) +
+                  " lanes together: an unaligned row moves as aligned blocks, shared by shuffles");
   enum class Phase { issue, take, load, store };
   // One loop over the thread's runs, doing `phase` for each.
   auto over_runs = [&](Phase phase) {
@@ -72,20 +90,35 @@ ir::Stmt vector_fragment_copy(const LowerContext& cx, const ir::Copy* op, int ve
     Expr rawp = raw ? call_expr("tp.ptr", {q * words}, DType::i32, {raw}) : Expr();
     Expr re = r0 + e;
     std::vector<Expr> ce = squeezed(frag, coords(cx, l, re));
+    Expr slack = read_slack(cx, g, idx_end);
+    // A segment's lanes all make the call, each saying whether its run is whole; a lane whose run
+    // is not moves its elements alone, after.
+    auto together = [&](const std::string& f, std::vector<Expr> args, ir::Stmt alone) {
+      args.push_back(full);
+      ir::Stmt c = call("tp::cg::" + f + "_lanes<" + n_l + ">", args);
+      return alone.defined() ? seq({c, if_then(!full, alone)}) : c;
+    };
     ir::Stmt body;
     if (phase == Phase::issue) {
-      body = if_then(full,
-                     call("tp::cg::ld_issue<" + n + ">", {rawp, gptr, read_slack(cx, g, idx_end)}));
+      body = lanes ? together("ld_issue", {rawp, gptr, slack}, {})
+                   : if_then(full, call("tp::cg::ld_issue<" + n + ">", {rawp, gptr, slack}));
     } else if (phase == Phase::take || phase == Phase::load) {
-      ir::Stmt one = ir::Store::make(cx.reg(frag), l.reg_index(re), read(cx, src, ce), {});
-      ir::Stmt fast = phase == Phase::take ? call("tp::cg::ld_take<" + n + ">", {rptr, rawp, gptr})
-                                           : call("tp::cg::ld_vec<" + n + ">",
-                                                  {rptr, gptr, read_slack(cx, g, idx_end)});
-      body = if_then(full, fast, unrolled_for(e, vec, one));
+      ir::Stmt one = unrolled_for(
+          e, vec, ir::Store::make(cx.reg(frag), l.reg_index(re), read(cx, src, ce), {}));
+      const bool take = phase == Phase::take;
+      if (lanes)
+        body = take ? together("ld_take", {rptr, rawp, gptr}, one)
+                    : together("ld_vec", {rptr, gptr, slack}, one);
+      else
+        body = if_then(full,
+                       take ? call("tp::cg::ld_take<" + n + ">", {rptr, rawp, gptr})
+                            : call("tp::cg::ld_vec<" + n + ">", {rptr, gptr, slack}),
+                       one);
     } else {
-      ir::Stmt one = write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re)));
-      body =
-          if_then(full, call("tp::cg::st_vec<" + n + ">", {gptr, rptr}), unrolled_for(e, vec, one));
+      ir::Stmt one =
+          unrolled_for(e, vec, write(cx, dst, ce, ir::Load::make(cx.reg(frag), l.reg_index(re))));
+      body = lanes ? together("st_vec", {gptr, rptr}, one)
+                   : if_then(full, call("tp::cg::st_vec<" + n + ">", {gptr, rptr}), one);
       if (Expr w = l.owner(cx.tid); w.defined()) body = if_then(w, body);
     }
     return unrolled_for(q, runs, when_valid(cx, l, r0, body));

@@ -1,12 +1,11 @@
 // Rows that are not 16-byte aligned, on the GPU, against the interpreter, bit for bit: the
-// vector paths of fragment copies (tp::cg::ld_issue / ld_take / st_vec, which pick the access
-// width from each run's address) and of global -> shared chunks (element by element where a
-// chunk is not aligned). Rows of every alignment class (0, 2, 4 and 8 bytes off), tiles one, two
-// and four rows wide per warp, edge tiles with runs past the tensor, f32 runs, and a transpose at
-// odd shapes. Values are distinct over 251 elements, so a run stored one or more places off
-// shows up. (Written for a lane-realigned store that measured slower and was withdrawn; see
-// docs/perf-log.md, 2026-12-05, fifth session. These paths must stay exact whatever replaces
-// them.)
+// vector paths of fragment copies (tp::cg::ld_issue_lanes / ld_take_lanes / st_vec_lanes, whose
+// lanes move a row's runs together as aligned blocks, and the single-run forms) and of global
+// -> shared chunks (aligned blocks shifted into place). Rows of every alignment class (0, 2, 4
+// and 8 bytes off), tiles one, two and four rows wide per warp, edge tiles with runs past the
+// tensor, ragged tiles whose last lanes hold no run (they sit out the lanes' calls), a 1-d
+// fragment held by every warp and stored by one, f32 runs, and a transpose at odd shapes.
+// Values are distinct over 251 elements, so a run stored one or more places off shows up.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -75,6 +74,39 @@ TEST(GpuUnalignedRows, Bf16FragmentStores) {
   // narrower than a tile.
   for (int64_t bn : {256, 128, 64})
     expect_match(bf16, 16, bn, {512, 8193, 1026, 1028, 1031, 61, 9});
+}
+
+// 200 columns over 32 thread columns of 8: lanes 25 to 31 hold no run of the tile, so they do
+// not call, and lane 24 stores its run's tail itself.
+TEST(GpuUnalignedRows, RaggedTilesLeaveLanesOut) {
+  rt::ensure_context();
+  expect_match(bf16, 16, 200, {8193, 1031, 200, 61});
+}
+
+/// c = a * 2 + 1 over a 1-d tensor in bn-element fragments starting `shift` elements past each
+/// block's multiple of bn (1: every run is 2 bytes off its block): every warp holds the fragment
+/// (a cols layout replicated over the thread rows), the first thread row stores it.
+Kernel affine_1d(int64_t bn, int64_t shift) {
+  Dim N("N");
+  Tensor A("A", {N}, bf16), C("C", {N}, bf16);
+  return kernel("realigned_affine_1d", {A, C}, grid(ceildiv(N, bn)), threads(128), [&](Var bx) {
+    Tile a = alloc_fragment({bn}, bf16), c = alloc_fragment({bn}, bf16);
+    copy(A.tile(bx * bn + shift), a);
+    parallel({bn}, [&](Var j) { c(j) = a(j) * 2.0 + 1.0; });
+    copy(c, C.tile(bx * bn + shift));
+  });
+}
+
+TEST(GpuUnalignedRows, OneDimensionalFragments) {
+  rt::ensure_context();
+  for (int64_t bn : {256, 1024})
+    for (int64_t shift : {0, 1, 4}) {
+      Kernel k = affine_1d(bn, shift);
+      cuda::CudaKernel ck(k, "sm_90a");
+      for (int64_t N : {4096, 4097, 1031, 9})
+        EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {N}), sentinel(bf16, {N})), "")
+            << bn << "-element fragments shifted " << shift << ", N " << N;
+    }
 }
 
 TEST(GpuUnalignedRows, F32FragmentStores) {

@@ -79,6 +79,33 @@ TEST(CudaCompileRegisterFragments, RaggedRunCasesKeepEveryFragmentInRegisters) {
   }
 }
 
+// An element-wise kernel whose warps hold whole rows of runs moves unaligned rows by its lanes
+// together (tp/tile/row_lanes.cuh): the shuffles down (a load's second block) and up (a store's
+// previous tail) are in the PTX, `show` names the plan, and nothing spills, on both targets.
+TEST(CudaCompileRowLanes, UnalignedRowsShuffleBetweenLanes) {
+  Dim M("M"), N("N");
+  Tensor A("A", {M, N}, bf16), C("C", {M, N}, bf16);
+  Kernel k = kernel("lanes_affine", {A, C}, grid(ceildiv(N, 256), ceildiv(M, 16)), threads(128),
+                    [&](Var bx, Var by) {
+                      Tile a = alloc_fragment({16, 256}, bf16), c = alloc_fragment({16, 256}, bf16);
+                      copy(A.tile(by * 16, bx * 256), a);
+                      parallel({16, 256}, [&](Var i, Var j) { c(i, j) = a(i, j) * 2.0; });
+                      copy(c, C.tile(by * 16, bx * 256));
+                    });
+  for (std::string arch : {"sm_90a", "sm_80"}) {
+    Compiled r = compile_for(k, arch);
+    ASSERT_FALSE(r.j.compiled.cubin.empty()) << arch << "\n" << r.j.compiled.log;
+    EXPECT_EQ(r.u.spill_store_bytes, 0) << arch << " " << r.u.raw;
+    EXPECT_EQ(r.u.spill_load_bytes, 0) << arch << " " << r.u.raw;
+    const std::string& ptx = r.j.compiled.ptx;
+    EXPECT_TRUE(has(ptx, "shfl.sync.down")) << arch;
+    EXPECT_TRUE(has(ptx, "shfl.sync.up")) << arch;
+    EXPECT_TRUE(has(ptx, "activemask")) << arch;
+    EXPECT_TRUE(has(ptx, "st.global.v4")) << arch;
+    EXPECT_NE(r.lk.lowered_text.find("runs of 32 lanes together"), std::string::npos) << arch;
+  }
+}
+
 // Whole shared tiles stored to global rows of any alignment: aligned 16-byte global stores,
 // gathered from shared memory with 16-byte loads, and no spills, on both targets.
 TEST(CudaCompileBlockStores, SharedTilesStoreWholeGlobalBlocks) {

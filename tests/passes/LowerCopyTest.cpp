@@ -2,7 +2,9 @@
 // several runs issues every run's load (tp::cg::ld_issue) before it takes any into registers
 // (tp::cg::ld_take), so no run waits for another's round trip to memory; a thread with one or
 // two runs loads each in one call (ld_vec), which needs no staging registers (two-phase loads
-// of two runs measured slower on the H200). Checked on the lowered statements, in program order.
+// of two runs measured slower on the H200). Where a warp's adjacent lanes hold adjacent 16-byte
+// runs of a row, the calls are the _lanes forms, which move an unaligned row as aligned blocks
+// shared by shuffles. Checked on the lowered statements, in program order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,22 +20,23 @@ namespace {
 
 /// The device-library calls of a kernel's lowered body, in program order (names without their
 /// template arguments).
-std::vector<std::string> lowered_calls(const Kernel& kernel, const std::string& arch = "sm_90a") {
+std::vector<std::string> lowered_calls(const Kernel& kernel, const std::string& arch = "sm_90a",
+                                       bool with_template_args = false) {
   std::vector<std::string> out;
-  ir::for_each_stmt(tp::testing::lowered_body(kernel, passes::Target::parse(arch)),
-                    [&](const ir::Stmt& st) {
-                      if (const auto* e = ir::as<ir::Evaluate>(st))
-                        if (const auto* c = ir::as<ir::Intrinsic>(e->value))
-                          if (c->name.rfind("tp::cg::", 0) == 0)
-                            out.push_back(c->name.substr(0, c->name.find('<')));
-                    });
+  ir::for_each_stmt(
+      tp::testing::lowered_body(kernel, passes::Target::parse(arch)), [&](const ir::Stmt& st) {
+        if (const auto* e = ir::as<ir::Evaluate>(st))
+          if (const auto* c = ir::as<ir::Intrinsic>(e->value))
+            if (c->name.rfind("tp::cg::", 0) == 0)
+              out.push_back(with_template_args ? c->name : c->name.substr(0, c->name.find('<')));
+      });
   return out;
 }
 
 /// out = x + 1 over [rows, cols] tiles of a bf16 tensor, in f32 fragments, with 128 threads.
-Kernel add_one(int64_t rows, int64_t cols) {
+Kernel add_one(int64_t rows, int64_t cols, DType dt = bf16) {
   Dim M("M"), N("N");
-  Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16);
+  Tensor X("X", {M, N}, dt), Y("Y", {M, N}, dt);
   return kernel("add_one", {X, Y}, grid(ceildiv(N, cols), ceildiv(M, rows)), threads(128),
                 [&](Var bx, Var by) {
                   Tile x = alloc_fragment({rows, cols}, f32);
@@ -56,7 +59,7 @@ std::vector<std::string> only(const std::vector<std::string>& calls, const std::
 TEST(LowerCopy, SeveralRunsIssueEveryLoadBeforeTakingAny) {
   std::vector<std::string> loads = only(lowered_calls(add_one(32, 128)), "tp::cg::ld_");
   // Each run's call appears once in the (unrolled-later) loop body: issue, then take.
-  ASSERT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_issue", "tp::cg::ld_take"}));
+  ASSERT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_issue_lanes", "tp::cg::ld_take_lanes"}));
 }
 
 // 8 x 128 and 16 x 128 over 128 threads: one and two runs of 8 per thread, each loaded in one
@@ -64,20 +67,39 @@ TEST(LowerCopy, SeveralRunsIssueEveryLoadBeforeTakingAny) {
 TEST(LowerCopy, OneOrTwoRunsLoadInOneCallEach) {
   for (int64_t rows : {8, 16}) {
     std::vector<std::string> loads = only(lowered_calls(add_one(rows, 128)), "tp::cg::ld_");
-    EXPECT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_vec"})) << rows << " rows";
+    EXPECT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_vec_lanes"})) << rows << " rows";
   }
 }
 
 // Three runs a thread (24 x 128) are the first to take the two phases.
 TEST(LowerCopy, ThreeRunsTakeTheTwoPhases) {
   std::vector<std::string> loads = only(lowered_calls(add_one(24, 128)), "tp::cg::ld_");
-  EXPECT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_issue", "tp::cg::ld_take"}));
+  EXPECT_EQ(loads, (std::vector<std::string>{"tp::cg::ld_issue_lanes", "tp::cg::ld_take_lanes"}));
 }
 
 // Stores take no staging: one st_vec per run.
 TEST(LowerCopy, StoresAreOneCallPerRun) {
   std::vector<std::string> calls = lowered_calls(add_one(32, 128));
-  EXPECT_EQ(only(calls, "tp::cg::st_"), (std::vector<std::string>{"tp::cg::st_vec"}));
+  EXPECT_EQ(only(calls, "tp::cg::st_"), (std::vector<std::string>{"tp::cg::st_vec_lanes"}));
+}
+
+// The lanes that move runs together are the layout's thread columns, up to a warp: a 128-column
+// bf16 tile over 128 threads has 16 runs of 8 a row (16 lanes), a 256-column one 32, and an f32
+// tensor's 16-byte runs are 4 elements (a 128-column tile: 32 columns of threads, one warp).
+// A tile one run wide has no two lanes in a row: its runs go alone, as ld_vec and st_vec.
+TEST(LowerCopy, LanesTogetherAreTheThreadColumnsOfAWarp) {
+  auto calls = [](const Kernel& k, const std::string& prefix) {
+    return only(lowered_calls(k, "sm_90a", true), prefix);
+  };
+  EXPECT_EQ(calls(add_one(16, 128), "tp::cg::st_vec"),
+            (std::vector<std::string>{"tp::cg::st_vec_lanes<8, 16>"}));
+  EXPECT_EQ(calls(add_one(16, 256), "tp::cg::st_vec"),
+            (std::vector<std::string>{"tp::cg::st_vec_lanes<8, 32>"}));
+  EXPECT_EQ(calls(add_one(16, 128, f32), "tp::cg::st_vec"),
+            (std::vector<std::string>{"tp::cg::st_vec_lanes<4, 32>"}));
+  EXPECT_EQ(calls(add_one(128, 8), "tp::cg::st_vec"),
+            (std::vector<std::string>{"tp::cg::st_vec<8>"}));
+  EXPECT_EQ(calls(add_one(128, 8), "tp::cg::ld_"), (std::vector<std::string>{"tp::cg::ld_vec<8>"}));
 }
 
 namespace {

@@ -87,5 +87,32 @@ TP_DEVICE float shfl_down(float a, int delta, uint32_t member_mask = 0xffffffffu
   return d;
 }
 
+/// shfl.sync.down.b32 d, a, 1, c, member_mask with c = ((32 - width) << 8) | 0x1f: d = a from
+/// lane laneid + 1 of the same `width`-lane segment (own value in a segment's last lane).
+TP_DEVICE uint32_t shfl_down1(uint32_t a, int width, uint32_t member_mask) {
+  uint32_t d;
+  asm volatile("shfl.sync.down.b32 %0, %1, 1, %2, %3;"
+               : "=r"(d)
+               : "r"(a), "r"(((32 - width) << 8) | 0x1f), "r"(member_mask));
+  return d;
+}
+
+/// shfl.sync.up.b32 d, a, 1, c, member_mask with c = (32 - width) << 8: d = a from lane
+/// laneid - 1 of the same `width`-lane segment (own value in a segment's first lane).
+TP_DEVICE uint32_t shfl_up1(uint32_t a, int width, uint32_t member_mask) {
+  uint32_t d;
+  asm volatile("shfl.sync.up.b32 %0, %1, 1, %2, %3;"
+               : "=r"(d)
+               : "r"(a), "r"((32 - width) << 8), "r"(member_mask));
+  return d;
+}
+
+/// activemask.b32 d: the lanes of this warp executing this instruction together.
+TP_DEVICE uint32_t active_mask() {
+  uint32_t d;
+  asm volatile("activemask.b32 %0;" : "=r"(d));
+  return d;
+}
+
 } // namespace tp::warp
 #endif
