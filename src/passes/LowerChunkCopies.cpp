@@ -3,6 +3,7 @@
 // (aligned, unaligned, every chunk's load issued first) or as cp.async chunks in a pipeline,
 // shared -> global in the destination's aligned blocks. Chunks at a tensor's edge go element by
 // element.
+#include <algorithm>
 #include <string>
 
 #include "passes/CopyElements.h"
@@ -80,6 +81,16 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
   return unrolled_for(e, ch.per, ir::Store::make(dst.buffer, {first + e}, v, {}));
 }
 
+/// The lanes of a segment that take adjacent chunks of one row: chunk v = it * T + tid lies in
+/// row v / cpr at chunk v mod cpr (cpr chunks a row), so with T a multiple of 32 and cpr a power
+/// of two, lanes of a warp that share a row take adjacent chunks, min(cpr, 32) of them. 0 when
+/// no two lanes share a row.
+int chunk_lanes(const LowerContext& cx, const Chunks& ch) {
+  const int64_t cpr = ch.cols / ch.per, T = cx.consumer_threads();
+  if (cpr < 2 || T % 32 != 0 || (cpr & (cpr - 1)) != 0) return 0;
+  return static_cast<int>(std::min<int64_t>(cpr, 32));
+}
+
 /// 16-byte vector copy global -> shared. A chunk inside the tensor whose global run is not
 /// 16-byte aligned (rows of odd length) is loaded as the aligned blocks that hold it, shifted
 /// into place and stored as one 16-byte chunk (tp::cg::copy16_unaligned); element by element,
@@ -88,7 +99,9 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
 /// A thread with kLoadsTogetherFromRuns chunks or more issues every chunk's load before it
 /// stores any (tp::cg::ld_issue, then st16_taken), as a fragment's runs do: one branch a chunk
 /// kept nvcc from hoisting the next chunk's load above this one's store, so a thread had one
-/// load in flight at a time.
+/// load in flight at a time. Where adjacent lanes take adjacent chunks of a row (chunk_lanes),
+/// an unaligned chunk is loaded by the lanes together (tp/tile/row_lanes.cuh): one aligned block
+/// a lane, the second from the next lane by shuffles.
 ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region& src,
                      const ir::Region& dst) {
   const Buffer& g = src.buffer;
@@ -112,13 +125,19 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
     return c;
   };
   const int64_t T = cx.consumer_threads(), trips = (ch.count() + T - 1) / T;
+  const int lanes = chunk_lanes(cx, ch);
+  const std::string L = std::to_string(lanes);
   if (trips < LayoutInfo::kLoadsTogetherFromRuns)
     return for_chunks(cx, ch, [&](Expr row, Expr col) {
       Chunk c = chunk(row, col);
       ir::Stmt fast = call("tp::cg::copy16", {c.sptr, c.gptr});
+      ir::Stmt elements = chunk_elements(cx, ch, src, dst, row, col);
       ir::Stmt shifted =
-          if_then(c.whole_run, call("tp::cg::copy16_unaligned", {c.sptr, c.gptr, c.slack}),
-                  chunk_elements(cx, ch, src, dst, row, col));
+          lanes ? seq({call("tp::cg::copy16_lanes<" + L + ">",
+                            {c.sptr, c.gptr, c.slack, c.whole_run}),
+                       if_then(!c.whole_run, elements)})
+                : if_then(c.whole_run, call("tp::cg::copy16_unaligned", {c.sptr, c.gptr, c.slack}),
+                          elements);
       return if_then(aligned && c.inside, fast, shifted);
     });
   // kRawWords<16> of tp/tile/codegen.cuh: a chunk's loaded words and its offset.
@@ -130,12 +149,19 @@ ir::Stmt vector_copy(const LowerContext& cx, const Chunks& ch, const ir::Region&
   const std::string n = std::to_string(ch.per);
   ir::Stmt issue = for_chunks(cx, ch, [&](Expr row, Expr col, Expr v) {
     Chunk c = chunk(row, col);
+    if (lanes)
+      return call("tp::cg::ld_issue_lanes<" + n + ", " + L + ">",
+                  {rawp(v), c.gptr, c.slack, c.whole_run});
     return if_then(c.whole_run, call("tp::cg::ld_issue<" + n + ">", {rawp(v), c.gptr, c.slack}));
   });
   ir::Stmt take = for_chunks(cx, ch, [&](Expr row, Expr col, Expr v) {
     Chunk c = chunk(row, col);
-    return if_then(c.whole_run, call("tp::cg::st16_taken", {c.sptr, rawp(v), c.gptr}),
-                   chunk_elements(cx, ch, src, dst, row, col));
+    ir::Stmt elements = chunk_elements(cx, ch, src, dst, row, col);
+    if (lanes)
+      return seq(
+          {call("tp::cg::st16_taken_lanes<" + L + ">", {c.sptr, rawp(v), c.gptr, c.whole_run}),
+           if_then(!c.whole_run, elements)});
+    return if_then(c.whole_run, call("tp::cg::st16_taken", {c.sptr, rawp(v), c.gptr}), elements);
   });
   return seq({ir::Allocate::make(raw, {}), issue, take});
 }
@@ -237,14 +263,19 @@ ir::Stmt async_chunks(const LowerContext& cx, const Chunks& ch, const ir::Region
 ir::Stmt lower_chunk_copy(LowerContext& cx, const ir::Copy* op) {
   if (Chunks ch = shared_chunks(op)) {
     const int64_t T = cx.consumer_threads(), trips = (ch.count() + T - 1) / T;
-    copy_note(cx, op,
-              "global -> shared '" + op->dst.buffer->name + "' in 16-byte chunks, " +
-                  std::to_string(trips) + " a thread" +
-                  (trips >= LayoutInfo::kLoadsTogetherFromRuns
-                       ? ", every chunk's load issued before any is stored"
-                       : ", one chunk at a time (fewer than " +
-                             std::to_string(LayoutInfo::kLoadsTogetherFromRuns) + " a thread)") +
-                  "; a chunk of an unaligned row loads the aligned blocks that hold it");
+    copy_note(
+        cx, op,
+        "global -> shared '" + op->dst.buffer->name + "' in 16-byte chunks, " +
+            std::to_string(trips) + " a thread" +
+            (trips >= LayoutInfo::kLoadsTogetherFromRuns
+                 ? ", every chunk's load issued before any is stored"
+                 : ", one chunk at a time (fewer than " +
+                       std::to_string(LayoutInfo::kLoadsTogetherFromRuns) + " a thread)") +
+            (chunk_lanes(cx, ch) > 0
+                 ? "; an unaligned row's chunks load one aligned block a lane, the next lane's "
+                   "by shuffles (" +
+                       std::to_string(chunk_lanes(cx, ch)) + " lanes a row)"
+                 : "; a chunk of an unaligned row loads the aligned blocks that hold it"));
     return vector_copy(cx, ch, op->src, op->dst);
   }
   if (Chunks ch = global_blocks(cx, op)) {

@@ -152,19 +152,24 @@ TEST(LowerCopy, FragmentRunsStoreIntoSharedTilesAtOnce) {
 }
 
 // A 16-bit global -> shared copy without TMA (sm_80) moves 16-byte chunks: copy16 where the
-// global run is aligned, copy16_unaligned (the aligned blocks that hold it, shifted) where it is
-// inside the tensor but not aligned (rows of odd length), element by element only at the edge.
-// A 32-bit tile keeps the element copy.
+// global run is aligned; where it is inside the tensor but not aligned (rows of odd length),
+// copy16_lanes when adjacent lanes take adjacent chunks of a row (64 columns: 8 chunks a row,
+// so 8 lanes load them together), else copy16_unaligned (the aligned blocks that hold it,
+// shifted; a tile one chunk wide); element by element only at the edge. A 32-bit tile keeps the
+// element copy.
 TEST(LowerCopy, UnalignedChunksIntoSharedTilesLoadAsAlignedBlocks) {
   std::vector<std::string> calls =
-      only(lowered_calls(through_shared(64, bf16), "sm_80"), "tp::cg::copy16");
-  EXPECT_EQ(calls, (std::vector<std::string>{"tp::cg::copy16", "tp::cg::copy16_unaligned"}));
+      only(lowered_calls(through_shared(64, bf16), "sm_80", true), "tp::cg::copy16");
+  EXPECT_EQ(calls, (std::vector<std::string>{"tp::cg::copy16", "tp::cg::copy16_lanes<8>"}));
+  EXPECT_EQ(only(lowered_calls(through_shared(8, bf16), "sm_80"), "tp::cg::copy16"),
+            (std::vector<std::string>{"tp::cg::copy16", "tp::cg::copy16_unaligned"}));
   EXPECT_TRUE(only(lowered_calls(through_shared(64, f32), "sm_80"), "tp::cg::copy16").empty());
 }
 
 // From three chunks a thread (64 x 64 over 128 threads: four), every chunk's load issues before
-// any chunk is stored into the tile (tp::cg::ld_issue, then st16_taken), as a fragment's runs
-// do; one or two chunks a thread keep the one-call copies above.
+// any chunk is stored into the tile (tp::cg::ld_issue_lanes, then st16_taken_lanes: 8 lanes
+// take a row's chunks), as a fragment's runs do; one or two chunks a thread keep the one-call
+// copies above.
 TEST(LowerCopy, ThreadsWithSeveralChunksIssueEveryLoadBeforeStoringAny) {
   Dim M("M"), N("N");
   Tensor X("X", {M, N}, bf16), Y("Y", {M, N}, bf16);
@@ -177,9 +182,10 @@ TEST(LowerCopy, ThreadsWithSeveralChunksIssueEveryLoadBeforeStoringAny) {
   std::vector<std::string> calls = lowered_calls(k, "sm_80");
   std::vector<std::string> fill;
   for (const std::string& c : calls)
-    if (c == "tp::cg::ld_issue" || c == "tp::cg::st16_taken" || c.rfind("tp::cg::copy16", 0) == 0)
+    if (c.rfind("tp::cg::ld_issue", 0) == 0 || c.rfind("tp::cg::st16_taken", 0) == 0 ||
+        c.rfind("tp::cg::copy16", 0) == 0)
       fill.push_back(c);
-  EXPECT_EQ(fill, (std::vector<std::string>{"tp::cg::ld_issue", "tp::cg::st16_taken"}));
+  EXPECT_EQ(fill, (std::vector<std::string>{"tp::cg::ld_issue_lanes", "tp::cg::st16_taken_lanes"}));
   // `show --stage lowered` says so, and how the tile leaves.
   std::vector<std::string> notes;
   tp::testing::lowered_body(k, passes::Target::parse("sm_80"), nullptr, &notes);
@@ -189,5 +195,6 @@ TEST(LowerCopy, ThreadsWithSeveralChunksIssueEveryLoadBeforeStoringAny) {
   };
   EXPECT_TRUE(
       said("in 16-byte chunks, 4 a thread, every chunk's load issued before any is stored"));
+  EXPECT_TRUE(said("the next lane's by shuffles (8 lanes a row)"));
   EXPECT_TRUE(said("-> global in the destination's aligned 16-byte blocks"));
 }
