@@ -7,7 +7,13 @@
 // this program only compares configs and code generation.
 // Usage: bench_memory_bound [--quick]    (--quick: each lesson's own config only)
 //        bench_memory_bound --only NAME     every config of the cases named NAME
-//        bench_memory_bound --resources NAME   ptxas' registers and spills of each (no GPU)
+//        bench_memory_bound --lanes NAME    the same, each element-wise or transpose config
+//                                           also with the row_lanes annotation at 3, 1 and 2
+//                                           (a warp's lanes move a row's runs together: loads
+//                                           and stores, loads only, stores only) beside the
+//                                           default 0
+//        bench_memory_bound --resources NAME   ptxas' registers and spills of each (no GPU),
+//                                           with --lanes' variants
 //        bench_memory_bound --source NAME   the CUDA of the variant for unaligned rows (no TMA)
 //                                           of every case named NAME (elementwise, transpose,
 //                                           gemv) at its first config of each staging, or
@@ -30,12 +36,15 @@ namespace {
 /// store the compiler cuts into the destination's aligned 16-byte blocks whatever the row's
 /// alignment; without it the fragment's runs are stored directly, in narrower pieces where a
 /// row is not 16-byte aligned.
-Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, bool staged = false) {
+/// `lanes`: the row_lanes annotation (0, the default, moves each run alone; 3 lets a warp's lanes
+/// move a row's runs together, 1 for loads only, 2 for stores only).
+Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, bool staged = false, int lanes = 0) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, bf16);
   Tensor scale("scale", {1}, f32);
   return kernel("scaled_add", {A, B, scale, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
                 threads(nthreads), [&](Var bx, Var by) {
+                  annotate("row_lanes", std::to_string(lanes));
                   Tile a = alloc_fragment({bm, bn}, bf16), b = alloc_fragment({bm, bn}, bf16);
                   Tile c = alloc_fragment({bm, bn}, bf16);
                   copy(A.tile(by * bm, bx * bn), a);
@@ -92,12 +101,13 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt, Loop loop = Loop::se
 /// (aligned 16-byte blocks of B's rows) instead of from a fragment.
 /// `linear`: the shared tiles as written (annotate("shared_swizzle", "0")), not swizzled for
 /// the column reads (ChooseSharedSwizzles.h).
-Kernel transpose(int64_t b, int nthreads, bool staged = false, bool linear = false) {
+Kernel transpose(int64_t b, int nthreads, bool staged = false, bool linear = false, int lanes = 0) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
   return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(nthreads),
                 [&](Var bx, Var by) {
                   if (linear) annotate("shared_swizzle", "0");
+                  annotate("row_lanes", std::to_string(lanes));
                   Tile s = alloc_shared({b, b}, bf16);
                   copy(A.tile(by * b, bx * b), s);
                   if (staged) {
@@ -161,11 +171,13 @@ std::string cfg(std::initializer_list<std::pair<const char*, int64_t>> kv) {
 int main(int argc, char** argv) {
   const bool quick = argc == 2 && std::strcmp(argv[1], "--quick") == 0;
   const bool source = argc == 3 && std::strcmp(argv[1], "--source") == 0;
-  const bool only = argc == 3 && std::strcmp(argv[1], "--only") == 0;
+  const bool lanes = argc == 3 && std::strcmp(argv[1], "--lanes") == 0;
+  const bool only = lanes || (argc == 3 && std::strcmp(argv[1], "--only") == 0);
   const bool resources = argc == 3 && std::strcmp(argv[1], "--resources") == 0;
   if (argc > 3 || (argc == 2 && !quick) || (argc == 3 && !source && !only && !resources)) {
     std::fprintf(stderr,
-                 "usage: %s [--quick | --only NAME | --source NAME | --resources NAME], NAME one "
+                 "usage: %s [--quick | --only NAME | --lanes NAME | --source NAME | --resources "
+                 "NAME], NAME one "
                  "of elementwise, transpose, gemv\n",
                  argv[0]);
     return 2;
@@ -186,15 +198,21 @@ int main(int argc, char** argv) {
   };
   std::vector<TileConfig> ew = {{32, 128, 128}};
   if (!quick) ew.insert(ew.end(), {{64, 128, 128}, {32, 256, 256}, {16, 256, 128}, {64, 256, 256}});
+  // The row_lanes values each element-wise and transpose config runs with, and its label.
+  const std::vector<int> lane_forms =
+      lanes || resources || source ? std::vector<int>{0, 3, 1, 2} : std::vector<int>{0};
+  auto lanes_label = [](int v) { return v == 0 ? std::string() : ",lanes=" + std::to_string(v); };
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8191, 8193}, {8192, 8192}})
     for (const TileConfig& t : ew)
       for (bool staged : {false, true})
-        cases.push_back({"elementwise",
-                         cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}) +
-                             (staged ? ",staged" : ""),
-                         [t, staged] { return scaled_add(t.rows, t.cols, t.threads, staged); },
-                         {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}},
-                         double(M) * N * 6});
+        for (int lf : lane_forms)
+          cases.push_back(
+              {"elementwise",
+               cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}) +
+                   (staged ? ",staged" : "") + lanes_label(lf),
+               [t, staged, lf] { return scaled_add(t.rows, t.cols, t.threads, staged, lf); },
+               {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}},
+               double(M) * N * 6});
   std::vector<TileConfig> gv = {{16, 256, 256}};
   if (!quick)
     gv.insert(gv.end(),
@@ -228,13 +246,15 @@ int main(int argc, char** argv) {
     for (auto [b, th] : tr)
       for (bool staged : {false, true})
         for (bool linear : {true, false})
-          cases.push_back(
-              {"transpose",
-               cfg({{"b", b}, {"threads", th}}) + (staged ? ",staged" : "") +
-                   (linear ? ",linear" : ""),
-               [b = b, th = th, staged, linear] { return transpose(b, th, staged, linear); },
-               {{bf16, {M, N}}, {bf16, {N, M}}},
-               double(M) * N * 4});
+          for (int lf : lane_forms)
+            cases.push_back({"transpose",
+                             cfg({{"b", b}, {"threads", th}}) + (staged ? ",staged" : "") +
+                                 (linear ? ",linear" : "") + lanes_label(lf),
+                             [b = b, th = th, staged, linear, lf] {
+                               return transpose(b, th, staged, linear, lf);
+                             },
+                             {{bf16, {M, N}}, {bf16, {N, M}}},
+                             double(M) * N * 4});
   if (source) {
     // NAME:CONFIG shows that one config; NAME alone its first config of each staging.
     const std::string arg = argv[2];

@@ -69,6 +69,13 @@ Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<E
   return slack;
 }
 
+bool row_lanes_allowed(const LowerContext& cx, bool load) {
+  auto it = cx.k.attrs.find("row_lanes");
+  // Off unless asked: measured on no GPU yet (docs/perf-log.md, 2026-12-07, twelfth session).
+  const int bits = it == cx.k.attrs.end() ? 0 : std::stoi(it->second); // checked by annotate()
+  return (bits & (load ? 1 : 2)) != 0;
+}
+
 void copy_note(LowerContext& cx, const ir::Copy* op, const std::string& what) {
   const std::string n = "copy" + (op->loc.known() ? " at " + op->loc.str() : "") + ": " + what;
   if (std::find(cx.write_notes.begin(), cx.write_notes.end(), n) == cx.write_notes.end())

@@ -36,6 +36,11 @@ ir::Stmt write(const LowerContext& cx, const ir::Region& r, const std::vector<Ex
 /// the narrower loads.
 Expr read_slack(const LowerContext& cx, const ir::Region& g, const std::vector<Expr>& idx_end);
 
+/// Whether the kernel lets a warp's lanes move a row's runs together in a copy's `load`
+/// direction (global -> registers or shared) or store direction: the "row_lanes" annotation, a
+/// bit each (1 loads, 2 stores; default neither until measured on a GPU).
+bool row_lanes_allowed(const LowerContext& cx, bool load);
+
 /// Adds "copy at <loc>: <what>" to what `show --stage lowered` says, once however often the copy
 /// is lowered (a pipeline's prologue lowers its prefetched copies again).
 void copy_note(LowerContext& cx, const ir::Copy* op, const std::string& what);

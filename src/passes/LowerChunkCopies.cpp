@@ -87,7 +87,7 @@ ir::Stmt chunk_elements(const LowerContext& cx, const Chunks& ch, const ir::Regi
 /// no two lanes share a row.
 int chunk_lanes(const LowerContext& cx, const Chunks& ch) {
   const int64_t cpr = ch.cols / ch.per, T = cx.consumer_threads();
-  if (cpr < 2 || T % 32 != 0 || (cpr & (cpr - 1)) != 0) return 0;
+  if (!row_lanes_allowed(cx, true) || cpr < 2 || T % 32 != 0 || (cpr & (cpr - 1)) != 0) return 0;
   return static_cast<int>(std::min<int64_t>(cpr, 32));
 }
 

@@ -68,7 +68,7 @@ ir::Stmt vector_fragment_copy(LowerContext& cx, const ir::Copy* op, int vec) {
   Buffer raw = together ? ir::make_buffer(frag->name + "_raw", Scope::local, DType::i32,
                                           {Expr(runs * words)}, 0, op->loc)
                         : Buffer();
-  const int lanes = row_segment(l, vec, g.buffer->dtype);
+  const int lanes = row_lanes_allowed(cx, load) ? row_segment(l, vec, g.buffer->dtype) : 0;
   const std::string n_l = n + ", " + std::to_string(lanes);
   if (lanes > 0)
     copy_note(cx, op,

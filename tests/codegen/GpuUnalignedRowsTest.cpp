@@ -1,7 +1,9 @@
 // Rows that are not 16-byte aligned, on the GPU, against the interpreter, bit for bit: the
-// vector paths of fragment copies (tp::cg::ld_issue_lanes / ld_take_lanes / st_vec_lanes, whose
-// lanes move a row's runs together as aligned blocks, and the single-run forms) and of global
-// -> shared chunks (aligned blocks shifted into place). Rows of every alignment class (0, 2, 4
+// vector paths of fragment copies (tp::cg::ld_issue / ld_take / st_vec, each run alone, and
+// with the row_lanes annotation their _lanes forms, whose lanes move a row's runs together as
+// aligned blocks) and of global -> shared chunks (aligned blocks shifted into place; by lanes
+// with row_lanes). Every case runs at row_lanes 0 (the default) and 3, and the fragment cases
+// also at 1 and 2. Rows of every alignment class (0, 2, 4
 // and 8 bytes off), tiles one, two and four rows wide per warp, edge tiles with runs past the
 // tensor, ragged tiles whose last lanes hold no run (they sit out the lanes' calls), a 1-d
 // fragment held by every warp and stored by one, f32 runs, and a transpose at odd shapes.
@@ -24,11 +26,12 @@ using namespace tp::difftest;
 namespace {
 
 /// C = A * 2 + 1 through register fragments of bm x bn tiles at 128 threads.
-Kernel affine(DType dt, int64_t bm, int64_t bn) {
+Kernel affine(DType dt, int64_t bm, int64_t bn, int lanes) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, dt), C("C", {M, N}, dt);
   return kernel("realigned_affine", {A, C}, grid(ceildiv(N, bn), ceildiv(M, bm)), threads(128),
                 [&](Var bx, Var by) {
+                  annotate("row_lanes", std::to_string(lanes));
                   Tile a = alloc_fragment({bm, bn}, dt), c = alloc_fragment({bm, bn}, dt);
                   copy(A.tile(by * bm, bx * bn), a);
                   parallel({bm, bn}, [&](Var i, Var j) { c(i, j) = a(i, j) * 2.0 + 1.0; });
@@ -59,12 +62,15 @@ std::string gpu_against_interpreter(const Kernel& k, cuda::CudaKernel& ck, HostT
 }
 
 void expect_match(DType dt, int64_t bm, int64_t bn, const std::vector<int64_t>& widths) {
-  Kernel k = affine(dt, bm, bn);
-  cuda::CudaKernel ck(k, "sm_90a");
-  for (int64_t N : widths) {
-    const int64_t M = 37;
-    EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(dt, {M, N}), sentinel(dt, {M, N})), "")
-        << dtype_name(dt) << " " << bm << "x" << bn << " tiles, N " << N;
+  for (int lanes : {0, 3, 1, 2}) {
+    Kernel k = affine(dt, bm, bn, lanes);
+    cuda::CudaKernel ck(k, "sm_90a");
+    for (int64_t N : widths) {
+      const int64_t M = 37;
+      EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(dt, {M, N}), sentinel(dt, {M, N})), "")
+          << dtype_name(dt) << " " << bm << "x" << bn << " tiles, N " << N << ", row_lanes "
+          << lanes;
+    }
   }
 }
 
@@ -86,10 +92,11 @@ TEST(GpuUnalignedRows, RaggedTilesLeaveLanesOut) {
 /// c = a * 2 + 1 over a 1-d tensor in bn-element fragments starting `shift` elements past each
 /// block's multiple of bn (1: every run is 2 bytes off its block): every warp holds the fragment
 /// (a cols layout replicated over the thread rows), the first thread row stores it.
-Kernel affine_1d(int64_t bn, int64_t shift) {
+Kernel affine_1d(int64_t bn, int64_t shift, int lanes) {
   Dim N("N");
   Tensor A("A", {N}, bf16), C("C", {N}, bf16);
   return kernel("realigned_affine_1d", {A, C}, grid(ceildiv(N, bn)), threads(128), [&](Var bx) {
+    annotate("row_lanes", std::to_string(lanes));
     Tile a = alloc_fragment({bn}, bf16), c = alloc_fragment({bn}, bf16);
     copy(A.tile(bx * bn + shift), a);
     parallel({bn}, [&](Var j) { c(j) = a(j) * 2.0 + 1.0; });
@@ -99,14 +106,16 @@ Kernel affine_1d(int64_t bn, int64_t shift) {
 
 TEST(GpuUnalignedRows, OneDimensionalFragments) {
   rt::ensure_context();
-  for (int64_t bn : {256, 1024})
-    for (int64_t shift : {0, 1, 4}) {
-      Kernel k = affine_1d(bn, shift);
-      cuda::CudaKernel ck(k, "sm_90a");
-      for (int64_t N : {4096, 4097, 1031, 9})
-        EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {N}), sentinel(bf16, {N})), "")
-            << bn << "-element fragments shifted " << shift << ", N " << N;
-    }
+  for (int lanes : {0, 3})
+    for (int64_t bn : {256, 1024})
+      for (int64_t shift : {0, 1, 4}) {
+        Kernel k = affine_1d(bn, shift, lanes);
+        cuda::CudaKernel ck(k, "sm_90a");
+        for (int64_t N : {4096, 4097, 1031, 9})
+          EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {N}), sentinel(bf16, {N})), "")
+              << bn << "-element fragments shifted " << shift << ", N " << N << ", row_lanes "
+              << lanes;
+      }
 }
 
 TEST(GpuUnalignedRows, F32FragmentStores) {
@@ -116,11 +125,12 @@ TEST(GpuUnalignedRows, F32FragmentStores) {
 }
 
 /// B = A transposed through a b x b shared tile (lesson 03's kernel).
-Kernel transpose(int64_t b) {
+Kernel transpose(int64_t b, int lanes) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
   return kernel("realigned_transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(128),
                 [&](Var bx, Var by) {
+                  annotate("row_lanes", std::to_string(lanes));
                   Tile s = alloc_shared({b, b}, bf16), t = alloc_fragment({b, b}, bf16);
                   copy(A.tile(by * b, bx * b), s);
                   parallel({b, b}, [&](Var i, Var j) { t(i, j) = s(j, i); });
@@ -130,15 +140,17 @@ Kernel transpose(int64_t b) {
 
 TEST(GpuUnalignedRows, SharedChunksThroughATranspose) {
   rt::ensure_context();
-  for (int64_t b : {32, 64}) {
-    Kernel k = transpose(b);
-    cuda::CudaKernel ck(k, "sm_90a");
-    for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
-             {256, 512}, {77, 133}, {1031, 1027}, {130, 1026}, {9, 5}}) {
-      EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {M, N}), sentinel(bf16, {N, M})), "")
-          << b << " tiles, " << M << " x " << N;
+  for (int lanes : {0, 3})
+    for (int64_t b : {32, 64}) {
+      Kernel k = transpose(b, lanes);
+      cuda::CudaKernel ck(k, "sm_90a");
+      for (auto [M, N] : std::vector<std::pair<int64_t, int64_t>>{
+               {256, 512}, {77, 133}, {1031, 1027}, {130, 1026}, {9, 5}}) {
+        EXPECT_EQ(gpu_against_interpreter(k, ck, distinct(bf16, {M, N}), sentinel(bf16, {N, M})),
+                  "")
+            << b << " tiles, " << M << " x " << N << ", row_lanes " << lanes;
+      }
     }
-  }
 }
 
 } // namespace

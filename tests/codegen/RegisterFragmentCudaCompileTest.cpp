@@ -79,14 +79,16 @@ TEST(CudaCompileRegisterFragments, RaggedRunCasesKeepEveryFragmentInRegisters) {
   }
 }
 
-// An element-wise kernel whose warps hold whole rows of runs moves unaligned rows by its lanes
-// together (tp/tile/row_lanes.cuh): the shuffles down (a load's second block) and up (a store's
-// previous tail) are in the PTX, `show` names the plan, and nothing spills, on both targets.
+// An element-wise kernel whose warps hold whole rows of runs, asking for row_lanes = 3, moves
+// unaligned rows by its lanes together (tp/tile/row_lanes.cuh): the shuffles down (a load's
+// second block) and up (a store's previous tail) are in the PTX, `show` names the plan, and
+// nothing spills, on both targets.
 TEST(CudaCompileRowLanes, UnalignedRowsShuffleBetweenLanes) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), C("C", {M, N}, bf16);
   Kernel k = kernel("lanes_affine", {A, C}, grid(ceildiv(N, 256), ceildiv(M, 16)), threads(128),
                     [&](Var bx, Var by) {
+                      annotate("row_lanes", "3");
                       Tile a = alloc_fragment({16, 256}, bf16), c = alloc_fragment({16, 256}, bf16);
                       copy(A.tile(by * 16, bx * 256), a);
                       parallel({16, 256}, [&](Var i, Var j) { c(i, j) = a(i, j) * 2.0; });
