@@ -189,24 +189,24 @@ TP_DEVICE void ld_vec_lanes(D* regs, const S* g, bool slack, bool full) {
   ld_take_lanes<N, L>(regs, raw, g, full);
 }
 
-/// A 16-byte chunk of a global row into shared memory where an L-lane segment's chunks are
-/// adjacent in the row (copy16_unaligned's work, loaded as ld_vec_lanes loads): stored when the
-/// chunk is whole inside the tensor (`whole`); the caller copies the rest element by element.
-template <int L, typename T>
-TP_DEVICE void copy16_lanes(void* smem_dst, const T* g, bool slack, bool whole) {
-  constexpr int N = 16 / static_cast<int>(sizeof(T));
-  alignas(16) T t[N];
-  ld_vec_lanes<N, L>(t, g, slack, whole);
-  if (whole) *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(t);
-}
-
-/// The second phase of a chunk loaded by ld_issue_lanes (st16_taken for a segment).
+/// The second phase of a chunk loaded by ld_issue_lanes (st16_taken for a segment): stored
+/// into shared memory when the chunk is whole inside the tensor (`whole`); the caller copies
+/// the rest element by element.
 template <int L, typename T>
 TP_DEVICE void st16_taken_lanes(void* smem_dst, int* raw, const T* g, bool whole) {
   constexpr int N = 16 / static_cast<int>(sizeof(T));
   alignas(16) T t[N];
   ld_take_lanes<N, L>(t, raw, g, whole);
   if (whole) *reinterpret_cast<Vec16*>(smem_dst) = *reinterpret_cast<const Vec16*>(t);
+}
+
+/// A 16-byte chunk of a global row into shared memory where an L-lane segment's chunks are
+/// adjacent in the row (copy16_unaligned's work for a segment): both phases back to back.
+template <int L, typename T>
+TP_DEVICE void copy16_lanes(void* smem_dst, const T* g, bool slack, bool whole) {
+  int raw[kRawWords<16>];
+  ld_issue_lanes<16 / static_cast<int>(sizeof(T)), L>(raw, g, slack, whole);
+  st16_taken_lanes<L>(smem_dst, raw, g, whole);
 }
 
 /// st_vec for a run whose L-lane segment calls together. An unaligned run's lane stores the

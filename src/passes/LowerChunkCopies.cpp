@@ -263,6 +263,7 @@ ir::Stmt async_chunks(const LowerContext& cx, const Chunks& ch, const ir::Region
 ir::Stmt lower_chunk_copy(LowerContext& cx, const ir::Copy* op) {
   if (Chunks ch = shared_chunks(op)) {
     const int64_t T = cx.consumer_threads(), trips = (ch.count() + T - 1) / T;
+    const int lanes = chunk_lanes(cx, ch);
     copy_note(
         cx, op,
         "global -> shared '" + op->dst.buffer->name + "' in 16-byte chunks, " +
@@ -271,10 +272,10 @@ ir::Stmt lower_chunk_copy(LowerContext& cx, const ir::Copy* op) {
                  ? ", every chunk's load issued before any is stored"
                  : ", one chunk at a time (fewer than " +
                        std::to_string(LayoutInfo::kLoadsTogetherFromRuns) + " a thread)") +
-            (chunk_lanes(cx, ch) > 0
+            (lanes > 0
                  ? "; an unaligned row's chunks load one aligned block a lane, the next lane's "
                    "by shuffles (" +
-                       std::to_string(chunk_lanes(cx, ch)) + " lanes a row)"
+                       std::to_string(lanes) + " lanes a row)"
                  : "; a chunk of an unaligned row loads the aligned blocks that hold it"));
     return vector_copy(cx, ch, op->src, op->dst);
   }
