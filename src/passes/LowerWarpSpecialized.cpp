@@ -425,8 +425,11 @@ ir::Stmt lower_warp_specialized(LowerContext& cx) {
     internal_assert(gemm_at > 0) << "a rotating loop's work has its gemm (PlanRotation.cpp)";
     only_gemm = ir::as<ir::Gemm>(work[--gemm_at]);
   }
+  // Keeping a group in flight releases its stage one iteration late, so the producer refills
+  // another stage meanwhile: with one stage it would wait for the release, which waits for the
+  // refill (a hang, random program 4418 on an H100).
   bool overlap = only_gemm && cx.layouts.gemms.count(only_gemm) &&
-                 cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss;
+                 cx.layouts.gemms.at(only_gemm) == GemmKind::wgmma_ss && S >= 2;
   // Its accumulator's clear before the loop becomes scale-d = 0 on the first iteration's first
   // k16 step (and a clear after the loop for the case of no iterations): zeroing the registers
   // up front made ptxas serialize all wgmma of the kernel (C7515, in its log for every GEMM).

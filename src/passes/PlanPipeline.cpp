@@ -2,9 +2,12 @@
 #include "passes/PlanPipeline.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "ir/KnownDivisor.h"
 #include "passes/BufferAccesses.h"
 #include "passes/PlanRotation.h"
 #include "passes/PlanSchedules.h"
@@ -33,6 +36,23 @@ int64_t PipelinePlan::store_staging_bytes() const {
 namespace {
 
 using ir::Scope;
+
+/// `e` with every variable the kernel binds by a let replaced by its value, through lets of
+/// lets: what is known of an offset's factors is in the values (`let k0 = k * 32`).
+Expr with_let_values(const ir::KernelNode& k, const Expr& e) {
+  struct Values : ir::IRMutator {
+    std::map<uint64_t, Expr> lets;
+    using ir::IRMutator::visit;
+    Expr visit(const ir::Variable* op, const Expr& self) override {
+      auto it = lets.find(op->uid);
+      return it == lets.end() ? self : mutate(it->second);
+    }
+  } v;
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+    if (const auto* l = ir::as<ir::Let>(s)) v.lets[ir::as<ir::Variable>(l->var)->uid] = l->value;
+  });
+  return v.mutate(e);
+}
 
 /// A TMA load for `c`, or an empty optional with the reason in `why`.
 std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
@@ -77,6 +97,15 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
     return std::nullopt;
   }
   l.swizzle_bytes = sl.kind == SharedLayout::Kind::swizzled ? sl.swizzle_bytes : 0;
+  // The box's first column must be provably 16-byte aligned. A box starting 26 bytes before a
+  // row (column offset -13, bf16, 128-byte swizzle) stopped an H100 with an illegal instruction
+  // at its TMA load (random program 4828, 2026-12-07); every aligned box of the operators and of
+  // the random programs, negative row offsets included, ran.
+  if (!ir::known_multiple_of(with_let_values(k, src.min.back()), std::max<int64_t>(1, 16 / eb))) {
+    *why = "the tile's first column (" + ir::to_string(src.min.back()) +
+           ") is not provably a multiple of 16 bytes, where a TMA box starts";
+    return std::nullopt;
+  }
   int64_t inner = l.swizzle_bytes ? l.swizzle_bytes / eb : ds[1];
   if (inner * eb % 16 != 0 || inner > 256 || widest > 256) {
     *why = "the tile is not a valid TMA box (each extent <= 256, row bytes a multiple of 16)";

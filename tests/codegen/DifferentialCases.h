@@ -18,6 +18,7 @@
 #include "tilepilot/lang.h"
 #include "tilepilot/tensor.h"
 
+#include "ShiftedGemm.h"
 #include "StagedTileAfterLoop.h"
 
 namespace tp::difftest {
@@ -1212,6 +1213,43 @@ inline DiffCase staged_tile_read_after_its_loop() {
   return c;
 }
 
+/// tp::difftest::shifted_gemm: a pipelined gemm whose A tile starts `shift` columns off the K
+/// step and 3 rows above the block, over 4 K steps (the last one ragged) and two block rows.
+/// A shift of -8 (16 bytes back) takes TMA on sm_90a; 3 takes the cp.async plan (a TMA box off
+/// the 16-byte grid stopped an H100: random program 4828). One stage keeps no gemm in flight
+/// (random program 4418 hung an H100 when it did).
+inline DiffCase shifted_gemm_case(const char* name, int64_t shift, int stages) {
+  DiffCase c;
+  c.name = name;
+  c.kernel = tp::difftest::shifted_gemm(shift, stages);
+  const int64_t m = 200, n = 128, k = 232;
+  c.args = {ints(bf16, {m, k}, 71), ints(bf16, {k, n}, 73), sentinel(f32, {m, n})};
+  c.outputs = {2};
+  c.expect = [=](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t step = 0; step < (k + 63) / 64; ++step)
+          for (int64_t q = 0; q < 64; ++q) {
+            const int64_t r = i - 3, col = step * 64 + shift + q, krow = step * 64 + q;
+            if (r >= 0 && col >= 0 && col < k && krow < k)
+              s += a[0].get(r * k + col) * a[1].get(krow * n + j);
+          }
+        a[2].set(i * n + j, s);
+      }
+  };
+  return c;
+}
+inline DiffCase gemm_tile_sixteen_bytes_back() {
+  return shifted_gemm_case("GemmTileStartingSixteenBytesBack", -8, 3);
+}
+inline DiffCase gemm_tile_off_the_sixteen_byte_grid() {
+  return shifted_gemm_case("GemmTileOffTheSixteenByteGrid", 3, 3);
+}
+inline DiffCase gemm_loop_of_one_stage() {
+  return shifted_gemm_case("GemmLoopOfOneStage", 0, 1);
+}
+
 /// Whole 16-bit shared tiles copied to global rows that start anywhere in a 16-byte block
 /// (LowerCopy's block_store: aligned 16-byte blocks of the destination, gathered from shared,
 /// partial blocks at a row's ends element by element): a 16 x 64 tile to an odd-width tensor
@@ -1298,7 +1336,10 @@ inline std::vector<NamedCase> differential_cases() {
           {"SharedTileStoredInAlignedBlocks", shared_tile_block_stores},
           {"SharedTileWrittenAsPackedProducts", shared_packed_products},
           {"SharedTilesSwizzledForColumnReads", swizzled_shared_transposes},
-          {"StagedTileReadAfterItsLoop", staged_tile_read_after_its_loop}};
+          {"StagedTileReadAfterItsLoop", staged_tile_read_after_its_loop},
+          {"GemmTileStartingSixteenBytesBack", gemm_tile_sixteen_bytes_back},
+          {"GemmTileOffTheSixteenByteGrid", gemm_tile_off_the_sixteen_byte_grid},
+          {"GemmLoopOfOneStage", gemm_loop_of_one_stage}};
 }
 
 /// The first element where `got` and `want` differ by more than `tol`, as a message; empty when

@@ -17,10 +17,10 @@ using namespace tp;
 
 namespace {
 
-/// C = A B over 128 x 128 tiles in a 3-stage pipeline, `threads` consumer threads, with the
-/// kernel-level annotations and blocks per SM asked for (a K step of 32 from three blocks on,
-/// so that the stages fit a block's share of shared memory).
-Kernel one_gemm(int threads, bool persistent, bool cluster, int blocks_per_sm = 1) {
+/// C = A B over 128 x 128 tiles in a pipeline of `stages` (3 unless asked), `threads` consumer
+/// threads, with the kernel-level annotations and blocks per SM asked for (a K step of 32 from
+/// three blocks on, so that the stages fit a block's share of shared memory).
+Kernel one_gemm(int threads, bool persistent, bool cluster, int blocks_per_sm = 1, int stages = 3) {
   Dim M("M"), N("N"), K("K");
   Tensor A("A", {M, K}, bf16), B("B", {K, N}, bf16), C("C", {M, N}, f32);
   return kernel(
@@ -32,7 +32,7 @@ Kernel one_gemm(int threads, bool persistent, bool cluster, int blocks_per_sm = 
         Tile as = alloc_shared({128, bk}, bf16), bs = alloc_shared({bk, 128}, bf16);
         Tile acc = alloc_fragment({128, 128}, f32);
         clear(acc);
-        pipelined(ceildiv(K, bk), 3, [&](Var k) {
+        pipelined(ceildiv(K, bk), stages, [&](Var k) {
           copy(A.tile(by * 128, k * bk), as);
           copy(B.tile(k * bk, bx * 128), bs);
           gemm(as, bs, acc);
@@ -114,6 +114,29 @@ TEST(LowerWarpSpecialized, PersistentClustersAreDealtTiles) {
   EXPECT_EQ(c.n("tp::cg::sched_read"), 1);
   EXPECT_EQ(c.first_args["tp::cg::init_pipeline<3>"][0], 16);
   EXPECT_EQ(c.n("tp::cg::cluster_sync"), 2);
+}
+
+// A lone wgmma gemm keeps its group in flight into the next iteration and frees its stage
+// there, one iteration late, while the producer fills another stage. With one stage there is
+// no other: the producer would wait for the release and the release for the producer (random
+// program 4418 hung an H100). So one stage waits for its gemm and frees the stage at once.
+TEST(LowerWarpSpecialized, OneStageFreesItsStageInTheSameIteration) {
+  Calls three = calls_of(one_gemm(256, false, false));
+  EXPECT_GT(three.n("tp::warpgroup::wait_group<1>"), 0);
+  Calls one = calls_of(one_gemm(256, false, false, 1, 1));
+  EXPECT_EQ(one.n("tp::warpgroup::wait_group<1>"), 0);
+  EXPECT_GT(one.n("tp::warpgroup::wait_group<0>"), 0);
+  // In program order, every consumer release follows a full wait of the gemm's group.
+  bool waited = false;
+  int releases = 0;
+  for (const std::string& name : one.sequence) {
+    if (name == "tp::warpgroup::wait_group<0>") waited = true;
+    if (name == "tp::cg::warp_arrive") {
+      EXPECT_TRUE(waited) << "a stage freed before its gemm finished";
+      ++releases;
+    }
+  }
+  EXPECT_GT(releases, 0);
 }
 
 // The register rule (split_registers): the producer keeps 40 when the consumers still reach

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "PipelinedGemv.h"
+#include "ShiftedGemm.h"
 #include "TwoGemmLoop.h"
 #include "ir/IRPrinter.h"
 #include "ops/gemm/GemmOp.h"
@@ -256,5 +257,22 @@ TEST(PlanSchedule, OldScheduleAnnotationsNameTheLoopField) {
         [&] { kernel("k", {A}, grid(1), threads(128), [&](Var) { annotate(key, "1"); }); });
     EXPECT_NE(e.find("is a loop schedule, not a kernel annotation"), std::string::npos) << e;
     EXPECT_NE(e.find(field), std::string::npos) << e;
+  }
+}
+
+// A TMA box starts on the tensor's 16-byte grid: a tile whose first column is provably a
+// multiple of 16 bytes takes TMA, negative offsets and odd row offsets included; one that is
+// not (random program 4828: an illegal instruction on an H100) runs the next plan down, and
+// the plan says which copy and why.
+TEST(PlanSchedule, TmaBoxesStartOnSixteenBytes) {
+  for (int64_t shift : {0, 8, -8, -64}) {
+    passes::PipelinePlan p = plan_for(tp::difftest::shifted_gemm(shift, 3), "sm_90a");
+    EXPECT_TRUE(p.warp_specialized) << "shift " << shift << ": " << p.reason;
+  }
+  for (int64_t shift : {-13, 3, 4}) {
+    passes::PipelinePlan p = plan_for(tp::difftest::shifted_gemm(shift, 3), "sm_90a");
+    EXPECT_FALSE(p.warp_specialized) << "shift " << shift;
+    EXPECT_NE(p.reason.find("not provably a multiple of 16 bytes"), std::string::npos) << p.reason;
+    EXPECT_TRUE(p.cp_async) << "shift " << shift;
   }
 }

@@ -77,19 +77,26 @@ Kernel build_combine(DType dtype, const Config& c) {
   constexpr int64_t rows = 8, cols = 128;
   Dim M("M"), N("N");
   Tensor P("P", {ns, M, N}, f32), C("C", {M, N}, dtype);
-  return kernel(
-      "gemm_combine_s" + std::to_string(ns), {P, C}, grid(ceildiv(N, cols), ceildiv(M, rows)),
-      threads(256), [&](Var bx, Var by) {
-        Tile part = alloc_fragment({rows, cols}, f32);
-        Tile sum = alloc_fragment({rows, cols}, f32);
-        clear(sum);
-        // Unrolled: the splits' loads are independent, so they are all in flight.
-        unrolled(ns, [&](Var z) {
-          copy(P.tile(z, by * rows, bx * cols), part);
-          parallel({rows, cols}, [&](Var i, Var j) { sum(i, j) = sum(i, j) + part(i, j); });
-        });
-        copy(sum, C.tile(by * rows, bx * cols)); // the one rounding to C's dtype
-      });
+  return kernel("gemm_combine_s" + std::to_string(ns), {P, C},
+                grid(ceildiv(N, cols), ceildiv(M, rows)), threads(256), [&](Var bx, Var by) {
+                  // Every split's tile is loaded before any is added, so all the loads are in
+                  // flight at once. Loaded and added one split at a time, each add waited for its
+                  // load before the next load issued: the combine took 4.3 us at M = 4, N = 4096, 4
+                  // splits (ncu, H100, 2026-12-07), a fifth of the decode GEMM.
+                  std::vector<Tile> parts;
+                  for (int64_t z = 0; z < ns; ++z) {
+                    parts.push_back(alloc_fragment({rows, cols}, f32));
+                    copy(P.tile(Expr(z), by * rows, bx * cols), parts.back());
+                  }
+                  Tile sum = alloc_fragment({rows, cols}, f32);
+                  parallel({rows, cols}, [&](Var i, Var j) {
+                    Expr s = parts[0](i, j);
+                    for (int64_t z = 1; z < ns; ++z)
+                      s = s + parts[static_cast<size_t>(z)](i, j);
+                    sum(i, j) = s;
+                  });
+                  copy(sum, C.tile(by * rows, bx * cols)); // the one rounding to C's dtype
+                });
 }
 
 std::vector<ArgSpec> split_intermediates(const Problem& p, const Config& c) {
