@@ -8,6 +8,7 @@
 #include "ops/gemm/GemmGemv.h"
 #include "ops/gemm/GemmPadK.h"
 #include "ops/gemm/GemmSplitK.h"
+#include "ops/gemm/GemmSwapAB.h"
 #include "passes/Target.h"
 #include "tilepilot/tilepilot.h"
 
@@ -109,6 +110,15 @@ std::vector<Knob> GemmOp::knobs(const std::string& arch) const {
            "not read)",
            0,
            gemv::kMaxRows},
+          // Not searched yet, and no default takes it: its speed against split-K at decode
+          // shapes is not measured (GemmSwapAB.h).
+          {"swap_ab",
+           {0},
+           "1: C^T = B^T A^T for decode rows, N along the tensor cores' rows and M (bm, a "
+           "multiple of 16) along their columns; one kernel over all of K, bn = 64 per 128 "
+           "threads",
+           0,
+           1},
           // The shape decides it (from_default): the default sets it where it applies, and a
           // search keeps the default's value.
           {"pad_k",
@@ -291,6 +301,7 @@ void GemmOp::validate(const Problem& p, const Config& c) const {
                                    (c.count("persistent") && c.at("persistent"))))
     user_error() << "gemm: splits=" << c.at("splits")
                  << " takes neither cluster=2 nor persistent=1; use splits=1 or leave them out";
+  swapab::validate(c);
   if (gemv::gemv_of(c)) {
     // tn reaches the GEMV only through the first kernel's transposed A (its steps run nn).
     if (p.options.at("layout") == "tn" && !padk::aligns(p, c))
@@ -309,6 +320,7 @@ Kernel GemmOp::build(const Problem& p, const Config& c) const {
   // With splits, the program's last step (the one that writes C), as Operator::build says.
   if (splitk::splits_of(c) > 1) return splitk::build_combine(p.dtype, c);
   if (gemv::gemv_of(c)) return gemv::build_gemv(p.dtype, p.options.at("layout"), c);
+  if (swapab::swapped(c)) return swapab::build_swapped(p.dtype, p.options.at("layout"), c);
   return gemm_kernel(p.dtype, p.options.at("layout"), c);
 }
 
