@@ -37,26 +37,35 @@ namespace {
 
 using ir::Scope;
 
-/// `e` with every variable the kernel binds by a let replaced by its value, through lets of
-/// lets: what is known of an offset's factors is in the values (`let k0 = k * 32`).
-Expr with_let_values(const ir::KernelNode& k, const Expr& e) {
+/// The value of every variable the kernel binds by a let, by the variable's uid.
+std::map<uint64_t, Expr> let_values(const ir::KernelNode& k) {
+  std::map<uint64_t, Expr> lets;
+  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
+    if (const auto* l = ir::as<ir::Let>(s)) lets[ir::as<ir::Variable>(l->var)->uid] = l->value;
+  });
+  return lets;
+}
+
+/// `e` with its let-bound variables replaced by their values, through lets of lets: what is
+/// known of an offset's factors is in the values (`let k0 = k * 32`).
+Expr with_let_values(const std::map<uint64_t, Expr>& lets, const Expr& e) {
   struct Values : ir::IRMutator {
-    std::map<uint64_t, Expr> lets;
+    const std::map<uint64_t, Expr>& lets;
+    explicit Values(const std::map<uint64_t, Expr>& l) : lets(l) {}
     using ir::IRMutator::visit;
     Expr visit(const ir::Variable* op, const Expr& self) override {
       auto it = lets.find(op->uid);
       return it == lets.end() ? self : mutate(it->second);
     }
-  } v;
-  ir::for_each_stmt(k.body, [&](const ir::Stmt& s) {
-    if (const auto* l = ir::as<ir::Let>(s)) v.lets[ir::as<ir::Variable>(l->var)->uid] = l->value;
-  });
+  } v(lets);
   return v.mutate(e);
 }
 
 /// A TMA load for `c`, or an empty optional with the reason in `why`.
+/// `lets`: the kernel's let_values.
 std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
-                                const LayoutInfo& layouts, std::string* why) {
+                                const LayoutInfo& layouts, const std::map<uint64_t, Expr>& lets,
+                                std::string* why) {
   const ir::Region &src = c->src, &dst = c->dst;
   if (src.buffer->scope != Scope::global || dst.buffer->scope != Scope::shared) {
     *why = "not a global-to-shared copy";
@@ -101,7 +110,8 @@ std::optional<TmaLoad> tma_load(const ir::KernelNode& k, const ir::Copy* c,
   // row (column offset -13, bf16, 128-byte swizzle) stopped an H100 with an illegal instruction
   // at its TMA load (random program 4828, 2026-12-07); every aligned box of the operators and of
   // the random programs, negative row offsets included, ran.
-  if (!ir::known_multiple_of(with_let_values(k, src.min.back()), std::max<int64_t>(1, 16 / eb))) {
+  if (!ir::known_multiple_of(with_let_values(lets, src.min.back()),
+                             std::max<int64_t>(1, 16 / eb))) {
     *why = "the tile's first column (" + ir::to_string(src.min.back()) +
            ") is not provably a multiple of 16 bytes, where a TMA box starts";
     return std::nullopt;
@@ -245,13 +255,14 @@ PipelinePlan plan_tma(const ir::KernelNode& k, const LayoutInfo& layouts, const 
     return plan;
   }
   plan.stages = plan.loop->schedule.stages;
+  const std::map<uint64_t, Expr> lets = let_values(k);
   std::string why;
   const auto* lb = ir::as<ir::Seq>(plan.loop->body);
   std::vector<ir::Stmt> loop_stmts = lb ? lb->stmts : std::vector<ir::Stmt>{plan.loop->body};
   for (const ir::Stmt& s : loop_stmts)
     if (const auto* c = ir::as<ir::Copy>(s);
         c && c->src.buffer->scope == Scope::global && c->dst.buffer->scope == Scope::shared) {
-      auto l = tma_load(k, c, layouts, &why);
+      auto l = tma_load(k, c, layouts, lets, &why);
       if (!l) {
         plan.reason = "a copy in the pipelined loop cannot use TMA: " + why;
         plan.loads.clear();
@@ -269,7 +280,7 @@ PipelinePlan plan_tma(const ir::KernelNode& k, const LayoutInfo& layouts, const 
   for (size_t i = 0; i < loop_at; ++i)
     if (const auto* c = ir::as<ir::Copy>(body->stmts[i]);
         c && c->src.buffer->scope == Scope::global && c->dst.buffer->scope == Scope::shared)
-      if (auto l = tma_load(k, c, layouts, &why)) plan.loads.push_back(*l);
+      if (auto l = tma_load(k, c, layouts, lets, &why)) plan.loads.push_back(*l);
   // A tile the producer fills must not be written by anything else, and must be filled by one
   // copy only: the producer issues an iteration's copies ahead of the consumers, so a second
   // copy into the same tile would overwrite what the consumers read between the two (found by
