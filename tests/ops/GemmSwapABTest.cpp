@@ -78,6 +78,10 @@ TEST(GemmSwapAB, Sm90PlanIsOneTmaKernelWithBAsTheFirstOperand) {
     EXPECT_NE(lk.lowered_text.find("wgmma_ss"), std::string::npos) << lk.lowered_text;
     // One block per 64 columns of C, a block row per 16 rows.
     EXPECT_EQ(op().grid(p, c), (std::array<int64_t, 3>{64, 1, 1}));
+    // The tuner's estimate is the compiler's plan (bm = 16 is wgmma's N here, not its M).
+    Estimate e = op().estimate(p, c, "sm_90a");
+    EXPECT_TRUE(e.divisibility.empty()) << e.divisibility;
+    EXPECT_EQ(e.smem_bytes, lk.smem_bytes);
   }
 }
 

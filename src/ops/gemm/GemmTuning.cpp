@@ -9,6 +9,7 @@
 
 #include "ops/gemm/GemmGemv.h"
 #include "ops/gemm/GemmOp.h"
+#include "ops/gemm/GemmSwapAB.h"
 
 namespace tp::ops {
 
@@ -25,8 +26,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 } // namespace
 
 Estimate GemmOp::estimate(const Problem& p, const Config& c, const std::string& arch) const {
-  // The GEMV (GemmGemv.h) has no MMA tile to model: the compiler's plan is its estimate.
-  if (gemv::gemv_of(c)) return Operator::estimate(p, c, arch);
+  // The GEMV (GemmGemv.h) has no MMA tile to model, and the swapped form's tile is bn x bm
+  // (GemmSwapAB.h), not the bm x bn modelled below: the compiler's plan is their estimate.
+  if (gemv::gemv_of(c) || swapab::swapped(c)) return Operator::estimate(p, c, arch);
   Estimate e;
   const int64_t elem = dtype_bytes(p.dtype);
   const int64_t bm = c.at("bm"), bn = c.at("bn"), bk = c.at("bk"), stages = c.at("stages"),
