@@ -241,7 +241,7 @@ TEST(ConfigSpace, RestrictSpaceReplacesValuesAndNamesBadInput) {
   EXPECT_EQ(
       error_of([&] { restrict_space(ks, "tile=64"); }),
       "--space: unknown knob 'tile'; knobs are bm, bn, bk, stages, threads, swizzle, cluster, "
-      "persistent, splits, gemv, pad_k");
+      "persistent, splits, gemv, swap_ab, pad_k");
   EXPECT_NE(error_of([&] {
               restrict_space(ks, "bm=64|x");
             }).find("'x' is not a non-negative integer; write e.g. bm=64|128"),

@@ -60,7 +60,7 @@ const ops::Operator& gemm() {
 
 const ops::Config kFast{{"bm", 128},      {"bn", 192},    {"bk", 64},     {"stages", 3},
                         {"threads", 256}, {"swizzle", 8}, {"cluster", 1}, {"persistent", 0},
-                        {"splits", 1},    {"gemv", 0},    {"pad_k", 0}};
+                        {"splits", 1},    {"gemv", 0},    {"swap_ab", 0}, {"pad_k", 0}};
 
 Policy adaptive(const fs::path& dir) {
   auto fb = std::make_shared<FakeBackend>();

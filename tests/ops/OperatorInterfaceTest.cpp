@@ -125,7 +125,8 @@ TEST(OperatorInterface, KnobDomainsIncludeTheirStep) {
   // Optional knobs (a neutral value they accept) may be left out; required ones may not.
   for (const Knob& k : gemm.knobs("sm_90a"))
     EXPECT_EQ(k.required(), k.name != "swizzle" && k.name != "cluster" && k.name != "persistent" &&
-                                k.name != "splits" && k.name != "gemv" && k.name != "pad_k")
+                                k.name != "splits" && k.name != "gemv" && k.name != "swap_ab" &&
+                                k.name != "pad_k")
         << k.name;
   EXPECT_EQ(parse_knob_value("bm", "128", "--config"), 128);
   for (const char* bad : {"", "1.5", "-4", "12x", "99999999999999999999"}) {
