@@ -76,6 +76,9 @@ TEST(GemmSwapAB, Sm90PlanIsOneTmaKernelWithBAsTheFirstOperand) {
     EXPECT_LT(lk.smem_bytes, 8 * (128 * 64 * 2 + 16 * 128 * 2) + 1024);
     EXPECT_EQ(lk.block_threads, 256); // one consumer warpgroup and the producer's
     EXPECT_NE(lk.lowered_text.find("wgmma_ss"), std::string::npos) << lk.lowered_text;
+    // The accumulator is C^T's tile: bn = 64 rows (N) by bm = 16 columns (M).
+    EXPECT_NE(lk.lowered_text.find("wgmma_acc[64x16, 1 warpgroups]"), std::string::npos)
+        << lk.lowered_text;
     // One block per 64 columns of C, a block row per 16 rows.
     EXPECT_EQ(op().grid(p, c), (std::array<int64_t, 3>{64, 1, 1}));
     // The tuner's estimate is the compiler's plan (bm = 16 is wgmma's N here, not its M).
@@ -104,6 +107,10 @@ TEST(GemmSwapAB, ConfigsItCannotRunAreUserErrorsNamingWhy) {
   rejected(swapped(512, 64, 64, 2), "at most 256");
   check_config(op(), problem("M=4,N=256,K=256"), swapped(16, 64, 64, 4), "sm_90a");
   check_config(op(), problem("M=4,N=256,K=256"), swapped(16, 128, 64, 4, 256), "sm_90a");
+  // The knobs at their neutral values, as a tuned config carries every knob.
+  Config neutral = swapped(16, 64, 64, 4);
+  neutral.insert({{"cluster", 1}, {"persistent", 0}, {"gemv", 0}, {"swizzle", 0}, {"pad_k", 0}});
+  check_config(op(), problem("M=4,N=256,K=256"), neutral, "sm_90a");
 }
 
 TEST(GemmSwapAB, CompilesThroughNvrtcWithoutSpilling) {

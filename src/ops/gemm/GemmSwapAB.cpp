@@ -13,9 +13,12 @@ bool swapped(const Config& c) {
 
 void validate(const Config& c) {
   if (!swapped(c)) return;
-  auto set = [&](const char* k) { return c.count(k) && c.at(k) > (std::string(k) == "splits"); };
-  for (const char* k : {"splits", "gemv", "cluster", "persistent"})
-    if (set(k))
+  // Each knob the swapped kernel does not take, with its neutral value (what absent means).
+  for (const auto& [k, neutral] : {std::pair<const char*, int64_t>{"splits", 1},
+                                   {"gemv", 0},
+                                   {"cluster", 1},
+                                   {"persistent", 0}})
+    if (c.count(k) && c.at(k) != neutral)
       user_error() << "gemm: swap_ab=1 is one kernel over all of K and takes no " << k << "="
                    << c.at(k) << "; leave " << k << " out (or set it to its neutral value)";
   const int64_t bm = c.at("bm"), bn = c.at("bn"), threads = c.at("threads");
