@@ -197,7 +197,15 @@ int main(int argc, char** argv) {
     int threads;
   };
   std::vector<TileConfig> ew = {{32, 128, 128}};
-  if (!quick) ew.insert(ew.end(), {{64, 128, 128}, {32, 256, 256}, {16, 256, 128}, {64, 256, 256}});
+  if (!quick)
+    ew.insert(ew.end(), {{64, 128, 128},
+                         {32, 256, 256},
+                         {16, 256, 128},
+                         {64, 256, 256},
+                         {8, 512, 128},
+                         {16, 512, 256},
+                         {4, 1024, 128},
+                         {8, 1024, 256}});
   // The row_lanes values each element-wise and transpose config runs with, and its label.
   const std::vector<int> lane_forms =
       lanes || resources || source ? std::vector<int>{0, 3, 1, 2} : std::vector<int>{0};

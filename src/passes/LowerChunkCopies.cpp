@@ -212,11 +212,25 @@ ir::Stmt block_store(const LowerContext& cx, const Chunks& ch, const ir::Region&
     Expr chunk = lo / per * per; // lo >= 0 here
     ir::Stmt fast =
         call("tp::cg::st_block_from_shared", {gptr(lo), sptr(chunk), sptr(chunk + per), lo % per});
+    // A block cut by the tile's row end (lo < 0: the first, lo + per > cols: the last) holds
+    // elements [head, head + count) of the tile's; inside the tensor, it is stored in aligned
+    // pieces from the one shared chunk it reads (passed as both chunks, so nothing outside the
+    // tile is read; shift + the block's element then falls in the right copy).
+    Expr head = ir::Select::make(lo < 0, -lo, Expr(0));
+    Expr count = ir::Select::make(lo + per > Expr(ch.cols), Expr(ch.cols) - lo, Expr(per)) - head;
+    Expr part_chunk = ir::Select::make(lo < 0, Expr(0), Expr(ch.cols - per));
+    Expr inside = cx.global_in_bounds(g, gidx(lo + head)) &&
+                  cx.global_in_bounds(g, gidx(lo + head + count - 1));
+    if (cx.strided(g)) inside = inside && cx.inner_contiguous(g);
+    ir::Stmt part =
+        call("tp::cg::st_block_part_from_shared",
+             {gptr(lo), sptr(part_chunk), sptr(part_chunk), (lo + per) % per, head, count});
     Expr c = lo + e;
     ir::Stmt one = if_then(c >= 0 && c < Expr(ch.cols),
                            write(cx, dst, onto(dst, chunk_coords(ch, row, c), ch.shape()),
                                  read(cx, src, chunk_coords(ch, row, c))));
-    ir::Stmt b = if_then(whole, fast, unrolled_for(e, per, one));
+    ir::Stmt b =
+        if_then(whole, fast, if_then(count > 0 && inside, part, unrolled_for(e, per, one)));
     b = ir::Let::make(lo, k * per - o, b);
     b = ir::Let::make(o, call_expr("tp::cg::elems_into16<2>", {gptr(Expr(0))}, DType::i32), b);
     b = ir::Let::make(k, v % blocks, b);
