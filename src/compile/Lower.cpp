@@ -20,6 +20,7 @@
 #include "passes/LowerTileOps.h"
 #include "passes/SinkFragmentLoads.h"
 #include "passes/StageFragmentLoads.h"
+#include "passes/StageUnalignedStores.h"
 
 namespace tp::cuda {
 
@@ -39,8 +40,13 @@ void dump(const char* pass, Text text) {
 }
 
 std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
-                      const std::vector<passes::FragmentStaging>& staged) {
+                      const std::vector<passes::FragmentStaging>& staged,
+                      const std::vector<passes::StoreStaging>& stores) {
   std::ostringstream os;
+  for (const passes::StoreStaging& st : stores)
+    if (st.staged)
+      os << "// " << (st.loc.known() ? st.loc.str() + ": " : std::string()) << passes::to_string(st)
+         << "\n";
   for (const passes::FragmentStaging& f : staged)
     if (!f.fragments.empty())
       os << "// pipelined loop" << (f.loc.known() ? " at " + f.loc.str() : std::string()) << ": "
@@ -102,6 +108,7 @@ std::string plan_text(const passes::PipelinePlan& p, const passes::SmemPlan& s,
 struct Planned {
   ir::KernelNode k; // barrier'd; the plans point into its nodes
   passes::StagedBody staged;
+  passes::StagedStores stores;
   passes::LayoutInfo layouts;
   passes::PipelinePlan plan;
   passes::SmemPlan smem;
@@ -133,6 +140,13 @@ Planned plan_kernel(const Kernel& kernel, const passes::Target& t) {
     kf.body = staged.body;
     dump("stage_fragment_loads", [&] { return ir::to_string(kf); });
   }
+  // An element-wise fragment's store into rows that may not be 16-byte aligned goes through a
+  // shared tile when they are not, cut at the destination's own 16-byte blocks.
+  passes::StagedStores stores = passes::stage_unaligned_stores(kf, t);
+  if (!stores.body.same_as(kf.body)) {
+    kf.body = stores.body;
+    dump("stage_unaligned_stores", [&] { return ir::to_string(kf); });
+  }
   // Barriers first (they need to know which buffers are shared), then plan again on the
   // barrier'd IR, whose nodes the pipeline plan points into.
   passes::LayoutInfo l0 = passes::infer_layouts(kf, t);
@@ -147,7 +161,8 @@ Planned plan_kernel(const Kernel& kernel, const passes::Target& t) {
   passes::choose_shared_swizzles(k, plan, layouts);
   passes::SmemPlan smem = passes::plan_shared_memory(k, layouts, plan, t);
   dump("infer_layouts", [&] { return passes::to_string(k, layouts); });
-  return {std::move(k), std::move(staged), std::move(layouts), std::move(plan), std::move(smem)};
+  return {std::move(k),       std::move(staged), std::move(stores),
+          std::move(layouts), std::move(plan),   std::move(smem)};
 }
 
 /// The TMA-free variant's target when a tensor TMA would load (`tma_params`) has rows that are not
@@ -207,8 +222,9 @@ LoweredKernel lower_kernel(const Kernel& kernel, const passes::Target& t) {
   std::string writes;
   for (const std::string& n : cx.write_notes)
     writes += "// " + n + "\n";
-  out.lowered_text = passes::to_string(k, layouts) + plan_text(plan, smem, pl.staged.loops) +
-                     writes + ir::to_string(lowered);
+  out.lowered_text = passes::to_string(k, layouts) +
+                     plan_text(plan, smem, pl.staged.loops, pl.stores.stores) + writes +
+                     ir::to_string(lowered);
   out.body_with_barriers = k.body;
   return out;
 }

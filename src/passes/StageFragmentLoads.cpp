@@ -8,6 +8,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/BufferAccesses.h"
+#include "passes/ChunkAlignment.h"
 #include "passes/IssueAhead.h"
 #include "passes/LowerContext.h"
 
@@ -19,36 +20,6 @@ using ir::Scope;
 
 uint64_t uid_of(const Var& v) {
   return ir::as<ir::Variable>(v)->uid;
-}
-
-/// The value of a boolean or integer immediate, if `e` is one.
-std::optional<bool> known(const Expr& e) {
-  if (const auto* i = ir::as<ir::IntImm>(e)) return i->value != 0;
-  return std::nullopt;
-}
-
-/// a && b, folded where either is known (Binary::make folds integers, not booleans).
-Expr conj(const Expr& a, const Expr& b) {
-  if (!a.defined()) return b;
-  if (std::optional<bool> k = known(a)) return *k ? b : a;
-  if (std::optional<bool> k = known(b)) return *k ? a : b;
-  return a && b;
-}
-
-/// Whether a copy from tensor g whose innermost offset is `col` moves whole 16-byte chunks:
-/// every row starts 16-byte aligned and the tile starts on a chunk. `col` is given for the
-/// loop's first two iterations (an offset linear in the loop variable is then aligned in all).
-Expr chunks_aligned(const ir::Buffer& g, const Expr& col0, const Expr& col1) {
-  const int64_t per = 16 / dtype_bytes(g->dtype);
-  Expr ok = conj(col0 % per == 0, col1 % per == 0);
-  if (!g->strides.empty()) {
-    ok = conj(ok, g->strides.back() == 1);
-    for (int d = 0; d + 1 < g->rank(); ++d)
-      ok = conj(ok, g->strides[d] % per == 0);
-  } else if (g->rank() >= 2) {
-    ok = conj(ok, g->shape.back() % per == 0);
-  }
-  return ok;
 }
 
 class Stage : public ir::IRMutator {
@@ -115,8 +86,9 @@ private:
         return {};
       }
       if (c->dst.buffer->scope != Scope::fragment) continue;
-      std::string why = ir::is_whole(c->dst) ? issue_ahead_blocker(f, body, i, *kernel_writes_, lets)
-                                             : copy_name(c) + " writes only part of its fragment";
+      std::string why = ir::is_whole(c->dst)
+                            ? issue_ahead_blocker(f, body, i, *kernel_writes_, lets)
+                            : copy_name(c) + " writes only part of its fragment";
       if (why.empty())
         picked.push_back(i);
       else if (first_why.empty())

@@ -54,7 +54,11 @@ TEST_P(RegisterCase, CompilesWithVectorAccessesAndNoSpills) {
       EXPECT_TRUE(has(ptx, "shfl.sync.bfly")) << arch << ": the reduction does not shuffle";
     if (GetParam().rfind("Vector", 0) == 0) {
       EXPECT_TRUE(has(ptx, "st.global.v4")) << arch;
-      EXPECT_EQ(r.lk.smem_bytes, 0) << arch << ": element-wise fragments went to shared memory";
+      // Shared memory may hold a store staged for unaligned rows (StageUnalignedStores.h),
+      // never a fragment.
+      EXPECT_TRUE(
+          passes::infer_layouts(c.kernel.node(), passes::Target::parse(arch)).promoted.empty())
+          << arch << ": element-wise fragments went to shared memory";
     }
   }
 }
