@@ -5,6 +5,7 @@
 // loop, and that the rewritten kernel, interpreted, computes bit for bit what the original does.
 #include <gtest/gtest.h>
 
+#include "BodyCensus.h"
 #include "UserErrorText.h"
 #include "ir/IRVisitor.h"
 #include "passes/FlattenLets.h"
@@ -14,6 +15,8 @@
 #include "tilepilot/tilepilot.h"
 
 using namespace tp;
+using tp::testing::count_ifs;
+using tp::testing::shared_tiles;
 
 namespace {
 
@@ -70,27 +73,11 @@ passes::StagedBody stage(const Kernel& k) {
   return passes::stage_fragment_loads(n);
 }
 
-/// The shared tiles a body allocates, by name, with their dtype.
-std::map<std::string, DType> shared_tiles(const ir::Stmt& body) {
-  std::map<std::string, DType> out;
-  ir::for_each_stmt(body, [&](const ir::Stmt& s) {
-    if (const auto* a = ir::as<ir::Allocate>(s); a && a->buffer->scope == ir::Scope::shared)
-      out[a->buffer->name] = a->buffer->dtype;
-  });
-  return out;
-}
-
 int loops_of(const ir::Stmt& body, ir::ForKind kind) {
   int n = 0;
   ir::for_each_stmt(body, [&](const ir::Stmt& s) {
     if (const auto* f = ir::as<ir::For>(s)) n += f->for_kind == kind;
   });
-  return n;
-}
-
-int ifs(const ir::Stmt& body) {
-  int n = 0;
-  ir::for_each_stmt(body, [&](const ir::Stmt& s) { n += ir::as<ir::IfThenElse>(s) != nullptr; });
   return n;
 }
 
@@ -109,7 +96,7 @@ TEST(StageFragmentLoads, SymbolicRowsGiveTwoVersions) {
   EXPECT_EQ(t["frag1_staged"], DType::bf16);
   EXPECT_EQ(loops_of(p.body, ir::ForKind::pipelined), 1);
   EXPECT_EQ(loops_of(p.body, ir::ForKind::serial), 1);
-  EXPECT_EQ(ifs(p.body), 1);
+  EXPECT_EQ(count_ifs(p.body), 1);
   EXPECT_EQ(passes::to_string(f),
             "fragment loads into 'frag0', 'frag1' staged through shared memory for a 2-stage "
             "pipeline, when the chunks of 'A', 'x' are 16-byte aligned at run time (else the loop "
@@ -121,7 +108,7 @@ TEST(StageFragmentLoads, SymbolicRowsGiveTwoVersions) {
 TEST(StageFragmentLoads, ConstantRowsPickTheVersion) {
   passes::StagedBody p = stage(gemv({.K = 512}));
   EXPECT_FALSE(p.loops[0].versioned);
-  EXPECT_EQ(ifs(p.body), 0);
+  EXPECT_EQ(count_ifs(p.body), 0);
   EXPECT_EQ(loops_of(p.body, ir::ForKind::pipelined), 1);
   std::string e = test::user_error_text([] { stage(gemv({.K = 500})); });
   EXPECT_NE(e.find("StageFragmentLoadsTest.cpp:"), std::string::npos) << e; // the loop's line
@@ -223,7 +210,7 @@ TEST(StageFragmentLoads, RewrittenKernelComputesTheSame) {
     for (int64_t K : {333, 40, 128}) {
       const int64_t M = 37;
       Kernel k = gemv(o), r = rewritten(k);
-      ASSERT_EQ(ifs(r.node().body), 1);
+      ASSERT_EQ(count_ifs(r.node().body), 1);
       HostTensor a(bf16, {M, K}), x(bf16, {K}), y0(f32, {M}), y1(f32, {M});
       a.fill_random(1), x.fill_random(2), y0.poison(), y1.poison();
       interpret(k, {a, x, y0});

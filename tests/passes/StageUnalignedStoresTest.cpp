@@ -4,12 +4,15 @@
 // 16-byte blocks.
 #include <gtest/gtest.h>
 
+#include "BodyCensus.h"
 #include "compile/Lower.h"
 #include "ir/IRVisitor.h"
 #include "passes/StageUnalignedStores.h"
 #include "tilepilot/tilepilot.h"
 
 using namespace tp;
+using tp::testing::count_ifs;
+using tp::testing::shared_tiles;
 
 namespace {
 
@@ -57,22 +60,6 @@ Kernel scale(const Options& o) {
 
 passes::StagedStores stage(const Kernel& k) {
   return passes::stage_unaligned_stores(k.node(), passes::Target::parse("sm_90a"));
-}
-
-int count_ifs(const ir::Stmt& body) {
-  int n = 0;
-  ir::for_each_stmt(body, [&](const ir::Stmt& s) { n += ir::as<ir::IfThenElse>(s) != nullptr; });
-  return n;
-}
-
-/// The shared tiles a body allocates: name -> dtype.
-std::map<std::string, DType> shared_tiles(const ir::Stmt& body) {
-  std::map<std::string, DType> out;
-  ir::for_each_stmt(body, [&](const ir::Stmt& s) {
-    if (const auto* a = ir::as<ir::Allocate>(s); a && a->buffer->scope == ir::Scope::shared)
-      out[a->buffer->name] = a->buffer->dtype;
-  });
-  return out;
 }
 
 } // namespace
