@@ -178,7 +178,8 @@ ir::Stmt if_then(Expr c, ir::Stmt t, ir::Stmt e) {
   return ir::IfThenElse::make(std::move(c), std::move(t), std::move(e), {});
 }
 
-ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body) {
+ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body,
+                     bool rolled) {
   Var it("it");
   int64_t T = cx.consumer_threads();
   int64_t trips = (n + T - 1) / T;
@@ -186,7 +187,8 @@ ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::
   ir::Stmt b = body(e);
   if (n % T != 0) b = if_then(e < n, b);
   return ir::For::make(it, Expr(0), Expr(trips),
-                       trips <= 8 ? ir::ForKind::unrolled : ir::ForKind::serial, {}, b, {});
+                       trips <= 8 && !rolled ? ir::ForKind::unrolled : ir::ForKind::serial, {}, b,
+                       {});
 }
 
 ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,

@@ -108,8 +108,11 @@ ir::Stmt seq(std::vector<ir::Stmt> s);
 ir::Stmt unrolled_for(const Var& v, int64_t n, ir::Stmt body);
 ir::Stmt serial_for(const Var& v, Expr min, Expr extent, ir::Stmt body);
 ir::Stmt if_then(Expr c, ir::Stmt t, ir::Stmt e = ir::Stmt());
-/// for (e = tid; e < n; e += threads): body(e). A cooperative loop over n work items.
-ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body);
+/// for (e = tid; e < n; e += threads): body(e). A cooperative loop over n work items, unrolled
+/// up to 8 trips unless `rolled` (a body whose copies would cost more compile time than the
+/// unrolling saves at run time).
+ir::Stmt strided_for(const LowerContext& cx, int64_t n, const std::function<ir::Stmt(Expr)>& body,
+                     bool rolled = false);
 /// A loop over n work items: cooperative (strided_for), or every item in every thread when
 /// `every_thread` (ops that write a local tile, which each thread holds whole).
 ir::Stmt element_for(const LowerContext& cx, int64_t n, bool every_thread,
