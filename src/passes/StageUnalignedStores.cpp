@@ -2,10 +2,12 @@
 // may not be 16-byte aligned (see StageUnalignedStores.h).
 #include "passes/StageUnalignedStores.h"
 
+#include <set>
 #include <sstream>
 
 #include "ir/IRVisitor.h"
 #include "ir/KnownDivisor.h"
+#include "passes/BufferAccesses.h"
 #include "passes/ChunkAlignment.h"
 
 namespace tp::passes {
@@ -41,6 +43,7 @@ public:
   Stage(const ir::KernelNode& k, const LayoutInfo& layouts) : layouts_(layouts) {
     ir::for_each_stmt(k.body, [&](const ir::Stmt& s) { gemm_ |= ir::as<ir::Gemm>(s) != nullptr; });
     shared_bytes_ = declared_shared_bytes(k.body, layouts);
+    reads_ = buffer_accesses(k.body).reads;
   }
   std::vector<StoreStaging> stores;
 
@@ -74,6 +77,7 @@ private:
   bool gemm_ = false;
   int pipelined_depth_ = 0;
   int64_t shared_bytes_ = 0; // the kernel's, with the tiles staged so far
+  std::set<uint64_t> reads_; // buffers the kernel reads
 
   /// Why the copy is not staged; empty when it may be.
   std::string blocker(const ir::Copy* c) const {
@@ -91,6 +95,10 @@ private:
       return "its rows are not whole chunks of at least 64 elements";
     if (pipelined_depth_ > 0) return "it is inside a pipelined loop";
     if (gemm_) return "the kernel has a gemm";
+    // The direct store leaves each element with the thread that computed it; the block store
+    // moves it to another. A kernel that reads its output back would then need a barrier over
+    // global memory, which no pass places.
+    if (reads_.count(g->uid)) return "the kernel also reads '" + g->name + "'";
     if (shared_bytes_ + shape[0] * shape[1] * 2 > kMaxStagedBytes)
       return "a shared tile for it would take the kernel past " +
              std::to_string(kMaxStagedBytes / 1024) + " KiB of shared memory";

@@ -21,8 +21,9 @@
 // - it copies a whole element-wise (blocked) fragment of [m, n] into a [m, n] box of a 16-bit
 //   global tensor (unit dimensions before it aside), with n a multiple of 8 and n >= 64 (at
 //   least eight chunks a row, so the two cut blocks of a row are a small part of its stores);
-// - it is not inside a pipelined loop (whose stages own the shared memory), and the kernel has
-//   no gemm (whose tiles and pipeline own it);
+// - it is not inside a pipelined loop (whose stages own the shared memory), the kernel has no
+//   gemm (whose tiles and pipeline own it), and the kernel does not read the destination (the
+//   block store writes an element from another thread than the one that computed it);
 // - the tile fits in kMaxStagedBytes, with the kernel's other shared tiles, so that staging
 //   never costs the kernel its occupancy for a store it may not need.
 #pragma once

@@ -22,6 +22,7 @@ struct Options {
   int64_t col = 0;         // added to the tile's column offset
   bool pipelined = false;  // the store sits in a pipelined loop
   bool gemm = false;       // the kernel also runs a gemm
+  bool reads_back = false; // the kernel reads C after storing it
   int64_t shared_rows = 0; // rows of a [rows, 256] bf16 shared tile the kernel also declares
   DType out = bf16;
 };
@@ -50,6 +51,7 @@ Kernel scale(const Options& o) {
           copy(A.tile(by * o.bm, bx * o.bn + o.col), a);
           parallel({o.bm, o.bn}, [&](Var i, Var j) { c(i, j) = cast(f32, a(i, j)) * 2.0; });
           copy(c, C.tile(by * o.bm, bx * o.bn + o.col));
+          if (o.reads_back) copy(C.tile(by * o.bm, bx * o.bn + o.col), a);
         };
         if (o.pipelined)
           pipelined(2, 2, [&](Var k) { body(k); });
@@ -113,6 +115,7 @@ TEST(StageUnalignedStores, StoresLeftDirectSayWhy) {
   EXPECT_EQ(reason({.bm = 16, .bn = 32}), "its rows are not whole chunks of at least 64 elements");
   EXPECT_EQ(reason({.pipelined = true}), "it is inside a pipelined loop");
   EXPECT_EQ(reason({.gemm = true}), "the kernel has a gemm");
+  EXPECT_EQ(reason({.reads_back = true}), "the kernel also reads 'C'");
   EXPECT_EQ(reason({.shared_rows = 96}),
             "a shared tile for it would take the kernel past 48 KiB of shared memory");
   // 32-bit outputs store their runs whole at any 4-byte alignment: never a candidate.
