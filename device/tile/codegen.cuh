@@ -9,6 +9,7 @@
 #include "arch/sm80/smem.cuh"
 #include "arch/sm80/sync.cuh"
 #include "defs.cuh"
+#include "tile/block_pieces.cuh"
 #include "types.cuh"
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #include "arch/sm90/cluster.cuh"
@@ -554,41 +555,20 @@ TP_DEVICE void st_block_from_shared(T* g, const T* s0, const T* s1, int shift) {
   }
   *reinterpret_cast<Vec16*>(g) = out;
 }
-/// Elements [first, first + count) of the aligned 16-byte global block g, from a shared row of
-/// 16-bit elements gathered as st_block_from_shared gathers a whole block (block element e is
-/// element e + shift of s0's chunk followed by s1's), stored in the fewest naturally aligned
-/// pieces: at most four (1, 2, 4, 2 elements at worst), where element by element took up to
-/// eight stores. A tile's row that is not 16-byte aligned cuts the blocks at both its ends, so
-/// each of its rows has two such blocks.
+/// Elements [first, first + count) of the aligned 16-byte global block g, gathered from a shared
+/// row of 16-bit elements as st_block_from_shared gathers a whole block (block element e is
+/// element e + shift of s0's chunk followed by s1's), in at most four aligned stores
+/// (tile/block_pieces.cuh). A tile row that is not 16-byte aligned cuts the blocks at both its
+/// ends.
 template <typename T>
 TP_DEVICE void st_block_part_from_shared(T* g, const T* s0, const T* s1, int shift, int first,
                                          int count) {
   static_assert(sizeof(T) == 2, "16-bit elements");
   const Vec16 a = *reinterpret_cast<const Vec16*>(s0), b = *reinterpret_cast<const Vec16*>(s1);
   const uint32_t w[8] = {a.w[0], a.w[1], a.w[2], a.w[3], b.w[0], b.w[1], b.w[2], b.w[3]};
-  const unsigned q = static_cast<unsigned>(shift) >> 1, bits = (shift & 1) * 16u;
-  uint32_t o[4];
-  for (int k = 0; k < 4; ++k)
-    o[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), bits);
-  // Word i of the gathered block, i known only at run time (selects, not local memory).
-  auto word = [&](int i) { return i == 0 ? o[0] : i == 1 ? o[1] : i == 2 ? o[2] : o[3]; };
-  auto st1 = [&](int e) {
-    reinterpret_cast<uint16_t*>(g)[e] = static_cast<uint16_t>(word(e >> 1) >> ((e & 1) * 16));
-  };
-  auto st2 = [&](int e) { reinterpret_cast<uint32_t*>(g)[e >> 1] = word(e >> 1); };
-  auto st4 = [&](int e) {
-    reinterpret_cast<uint2*>(g)[e >> 2] = e == 0 ? make_uint2(o[0], o[1]) : make_uint2(o[2], o[3]);
-  };
-  int e = first;
-  const int end = first + count;
-  // Up to an alignment of four elements, then down again for the tail.
-  if ((e & 1) && e < end) st1(e++);
-  if ((e & 2) && e + 2 <= end) st2(e), e += 2;
-  if ((e & 4) && e + 4 <= end) st4(e), e += 4;
-  if (e + 4 <= end) st4(e), e += 4;
-  if (e + 4 <= end) st4(e), e += 4;
-  if (e + 2 <= end) st2(e), e += 2;
-  if (e < end) st1(e);
+  uint32_t block[4];
+  gather_block(w, shift, block);
+  store_block_part(reinterpret_cast<uint16_t*>(g), block, first, count);
 }
 /// N adjacent elements of a shared-memory row into N registers, converted to the registers'
 /// type, in the widest accesses their size allows (16, 8 or 4 bytes): the caller guarantees the

@@ -20,7 +20,8 @@
 // A copy is staged when
 // - it copies a whole element-wise (blocked) fragment of [m, n] into a [m, n] box of a 16-bit
 //   global tensor (unit dimensions before it aside), with n a multiple of 8 and n >= 64 (at
-//   least eight chunks a row, so the two cut blocks of a row are a small part of its stores);
+//   least eight chunks a row, so the two cut blocks of a row are a small part of its stores),
+//   with at most 32 elements a thread (both versions' registers count);
 // - it is not inside a pipelined loop (whose stages own the shared memory), the kernel has no
 //   gemm (whose tiles and pipeline own it), and the kernel does not read the destination (the
 //   block store writes an element from another thread than the one that computed it);
@@ -55,6 +56,8 @@ struct StagedStores {
 /// Shared memory the staged tiles and the kernel's own shared tiles may take together: the
 /// default 48 KiB a block gets without opting in.
 inline constexpr int64_t kMaxStagedBytes = 48 * 1024;
+/// Elements a thread of the fragment may hold (StageUnalignedStores.cpp says why).
+inline constexpr int64_t kMaxStagedElementsPerThread = 32;
 
 /// Infers the kernel's layouts (for the fragments' kinds) only when it has a copy from a
 /// fragment into a 16-bit global tensor.

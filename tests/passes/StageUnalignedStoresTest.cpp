@@ -113,6 +113,7 @@ TEST(StageUnalignedStores, StoresLeftDirectSayWhy) {
     return p.stores.empty() ? std::string() : p.stores[0].reason;
   };
   EXPECT_EQ(reason({.bm = 16, .bn = 32}), "its rows are not whole chunks of at least 64 elements");
+  EXPECT_EQ(reason({.bm = 32}), "it holds more than 32 elements a thread");
   EXPECT_EQ(reason({.pipelined = true}), "it is inside a pipelined loop");
   EXPECT_EQ(reason({.gemm = true}), "the kernel has a gemm");
   EXPECT_EQ(reason({.reads_back = true}), "the kernel also reads 'C'");
