@@ -32,19 +32,28 @@ using namespace tp;
 
 namespace {
 
-/// `staged`: the result goes out through a shared tile (copy fragment -> shared -> global), whose
-/// store the compiler cuts into the destination's aligned 16-byte blocks whatever the row's
-/// alignment; without it the fragment's runs are stored directly, in narrower pieces where a
-/// row is not 16-byte aligned.
+/// How the result goes out. `Store::plain`: `copy(c, C.tile(...))`, which the compiler stages
+/// through a shared tile where C's rows are not 16-byte aligned (StageUnalignedStores.h) and
+/// stores directly where they are. `Store::staged`: the kernel itself copies fragment -> shared
+/// -> global, and the compiler cuts the last copy into the destination's aligned 16-byte blocks
+/// whatever the rows' alignment. `Store::direct`: annotate("staged_stores", "0"), the fragment's
+/// runs stored directly, in narrower pieces where a row is not 16-byte aligned (the form before
+/// the automatic staging).
 /// `lanes`: the row_lanes annotation (0, the default, moves each run alone; 3 lets a warp's lanes
 /// move a row's runs together, 1 for loads only, 2 for stores only).
-Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, bool staged = false, int lanes = 0) {
+enum class Store { plain, staged, direct };
+const char* store_label(Store s) {
+  return s == Store::staged ? ",staged" : s == Store::direct ? ",direct" : "";
+}
+
+Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, Store store = Store::plain, int lanes = 0) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {M, N}, bf16), C("C", {M, N}, bf16);
   Tensor scale("scale", {1}, f32);
   return kernel("scaled_add", {A, B, scale, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
                 threads(nthreads), [&](Var bx, Var by) {
                   annotate("row_lanes", std::to_string(lanes));
+                  if (store == Store::direct) annotate("staged_stores", "0");
                   Tile a = alloc_fragment({bm, bn}, bf16), b = alloc_fragment({bm, bn}, bf16);
                   Tile c = alloc_fragment({bm, bn}, bf16);
                   copy(A.tile(by * bm, bx * bn), a);
@@ -52,7 +61,7 @@ Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, bool staged = false, int
                   parallel({bm, bn}, [&](Var i, Var j) {
                     c(i, j) = (cast(f32, a(i, j)) + cast(f32, b(i, j))) * scale(0);
                   });
-                  if (!staged) {
+                  if (store != Store::staged) {
                     copy(c, C.tile(by * bm, bx * bn));
                     return;
                   }
@@ -97,20 +106,23 @@ Kernel gemv(int64_t bm, int64_t bk, int nthreads, DType dt, Loop loop = Loop::se
   });
 }
 
-/// `staged`: the transposed tile is built in a second shared tile and copied out from there
-/// (aligned 16-byte blocks of B's rows) instead of from a fragment.
+/// `Store::staged`: the transposed tile is built in a second shared tile and copied out from
+/// there (aligned 16-byte blocks of B's rows) instead of from a fragment; `Store::plain` and
+/// `Store::direct` store the fragment as scaled_add does.
 /// `linear`: the shared tiles as written (annotate("shared_swizzle", "0")), not swizzled for
 /// the column reads (ChooseSharedSwizzles.h).
-Kernel transpose(int64_t b, int nthreads, bool staged = false, bool linear = false, int lanes = 0) {
+Kernel transpose(int64_t b, int nthreads, Store store = Store::plain, bool linear = false,
+                 int lanes = 0) {
   Dim M("M"), N("N");
   Tensor A("A", {M, N}, bf16), B("B", {N, M}, bf16);
   return kernel("transpose", {A, B}, grid(ceildiv(N, b), ceildiv(M, b)), threads(nthreads),
                 [&](Var bx, Var by) {
                   if (linear) annotate("shared_swizzle", "0");
                   annotate("row_lanes", std::to_string(lanes));
+                  if (store == Store::direct) annotate("staged_stores", "0");
                   Tile s = alloc_shared({b, b}, bf16);
                   copy(A.tile(by * b, bx * b), s);
-                  if (staged) {
+                  if (store == Store::staged) {
                     Tile u = alloc_shared({b, b}, bf16);
                     parallel({b, b}, [&](Var i, Var j) { u(i, j) = s(j, i); });
                     copy(u, B.tile(bx * b, by * b));
@@ -212,13 +224,13 @@ int main(int argc, char** argv) {
   auto lanes_label = [](int v) { return v == 0 ? std::string() : ",lanes=" + std::to_string(v); };
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8191, 8193}, {8192, 8192}})
     for (const TileConfig& t : ew)
-      for (bool staged : {false, true})
+      for (Store store : {Store::plain, Store::staged, Store::direct})
         for (int lf : lane_forms)
           cases.push_back(
               {"elementwise",
-               cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}) +
-                   (staged ? ",staged" : "") + lanes_label(lf),
-               [t, staged, lf] { return scaled_add(t.rows, t.cols, t.threads, staged, lf); },
+               cfg({{"bm", t.rows}, {"bn", t.cols}, {"threads", t.threads}}) + store_label(store) +
+                   lanes_label(lf),
+               [t, store, lf] { return scaled_add(t.rows, t.cols, t.threads, store, lf); },
                {{bf16, {M, N}}, {bf16, {M, N}}, {f32, {1}}, {bf16, {M, N}}},
                double(M) * N * 6});
   std::vector<TileConfig> gv = {{16, 256, 256}};
@@ -252,14 +264,14 @@ int main(int argc, char** argv) {
   if (!quick) tr.insert(tr.end(), {{64, 256}, {128, 256}});
   for (auto [M, N] : {std::pair<int64_t, int64_t>{8192, 8192}, {8191, 8193}})
     for (auto [b, th] : tr)
-      for (bool staged : {false, true})
+      for (Store store : {Store::plain, Store::staged, Store::direct})
         for (bool linear : {true, false})
           for (int lf : lane_forms)
             cases.push_back({"transpose",
-                             cfg({{"b", b}, {"threads", th}}) + (staged ? ",staged" : "") +
+                             cfg({{"b", b}, {"threads", th}}) + store_label(store) +
                                  (linear ? ",linear" : "") + lanes_label(lf),
-                             [b = b, th = th, staged, linear, lf] {
-                               return transpose(b, th, staged, linear, lf);
+                             [b = b, th = th, store, linear, lf] {
+                               return transpose(b, th, store, linear, lf);
                              },
                              {{bf16, {M, N}}, {bf16, {N, M}}},
                              double(M) * N * 4});

@@ -26,7 +26,9 @@
 //   gemm (whose tiles and pipeline own it), and the kernel does not read the destination (the
 //   block store writes an element from another thread than the one that computed it);
 // - the tile fits in kMaxStagedBytes, with the kernel's other shared tiles, so that staging
-//   never costs the kernel its occupancy for a store it may not need.
+//   never costs the kernel its occupancy for a store it may not need;
+// - the kernel does not say annotate("staged_stores", "0") (benchmarks compare both forms in
+//   one process with it).
 #pragma once
 #include <cstdint>
 #include <string>
