@@ -627,4 +627,40 @@ inline DiffCase shared_tile_block_stores() {
   return c;
 }
 
+/// Element-wise stores the compiler stages through shared tiles (passes/StageUnalignedStores.h)
+/// at rows of every alignment: one f32 fragment stored to two bf16 tensors (two staged tiles),
+/// the second 3 columns in, inside a serial loop over two row blocks (the staged tiles are
+/// written again in the next trip, so the block store's reads must end before). 16 x 128 over
+/// 128 threads: 16 elements a thread. Values x * 0.5 + 1 of small integers: exact in bf16.
+inline DiffCase staged_stores_in_a_loop() {
+  DiffCase c;
+  c.name = "StagedStoresInALoop";
+  Dim M("M"), N("N"), N3("N3");
+  Tensor A("A", {M, N}, bf16), D("D", {M, N}, bf16), E("E", {M, N3}, bf16);
+  c.kernel = kernel(
+      "staged_stores", {A, D, E}, grid(ceildiv(N, 128), ceildiv(M, 32)), threads(128),
+      [&](Var bx, Var by) {
+        Tile a = alloc_fragment({16, 128}, bf16), s = alloc_fragment({16, 128}, f32);
+        serial(2, [&](Var r) {
+          Expr row = by * 32 + r * 16;
+          copy(A.tile(row, bx * 128), a);
+          parallel({16, 128}, [&](Var i, Var j) { s(i, j) = cast(f32, a(i, j)) * 0.5 + 1.0; });
+          copy(s, D.tile(row, bx * 128));
+          copy(s, E.tile(row, bx * 128 + 3));
+        });
+      });
+  const int64_t m = 45, n = 331; // rows at every alignment; ragged last tiles both ways
+  c.args = {ints(bf16, {m, n}, 1), sentinel(bf16, {m, n}), sentinel(bf16, {m, n + 3})};
+  c.outputs = {1, 2};
+  c.expect = [m, n](std::vector<HostTensor>& a) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double v = a[0].get(i * n + j) * 0.5 + 1.0;
+        a[1].set(i * n + j, v);
+        a[2].set(i * (n + 3) + j + 3, v);
+      }
+  };
+  return c;
+}
+
 } // namespace tp::difftest

@@ -61,7 +61,8 @@ inline std::vector<NamedCase> differential_cases() {
           {"StagedTileReadAfterItsLoop", staged_tile_read_after_its_loop},
           {"GemmTileStartingSixteenBytesBack", gemm_tile_sixteen_bytes_back},
           {"GemmTileOffTheSixteenByteGrid", gemm_tile_off_the_sixteen_byte_grid},
-          {"GemmLoopOfOneStage", gemm_loop_of_one_stage}};
+          {"GemmLoopOfOneStage", gemm_loop_of_one_stage},
+          {"StagedStoresInALoop", staged_stores_in_a_loop}};
 }
 
 } // namespace tp::difftest
