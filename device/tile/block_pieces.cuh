@@ -1,7 +1,7 @@
 // A 16-byte global block of eight 16-bit elements gathered from two shared chunks, and the
-// stores of part of it: the arithmetic of the block store (passes/LowerChunkCopies.cpp) for the
-// blocks a tile row's ends cut. Pure functions over words and a pointer, valid host C++, so
-// that tests/device/BlockPiecesTest.cpp runs them on the host at every shift and cut.
+// stores of part of it: the arithmetic of the block store (passes/LowerChunkCopies.cpp), whole
+// blocks and the blocks a tile row's ends cut. Pure functions over words and a pointer, valid host
+// C++, so that tests/device/BlockPiecesTest.cpp runs them on the host at every shift and cut.
 #pragma once
 
 #include "defs.cuh"
@@ -17,9 +17,10 @@ TP_HOST_DEVICE uint32_t funnel_r(uint32_t lo, uint32_t hi, unsigned bits) {
 #endif
 }
 
-/// Word k + q of w, q in 0..3 known only at run time: selects, not an indexed (local memory)
-/// access.
-TP_HOST_DEVICE uint32_t word_plus(const uint32_t (&w)[8], int k, unsigned q) {
+/// Word k + q of w, for a q in 0..3 known only at run time: selects, not an indexed (local
+/// memory) access.
+template <int W>
+TP_HOST_DEVICE uint32_t word_at(const uint32_t (&w)[W], int k, unsigned q) {
   return q == 0 ? w[k] : q == 1 ? w[k + 1] : q == 2 ? w[k + 2] : w[k + 3];
 }
 
@@ -28,7 +29,7 @@ TP_HOST_DEVICE uint32_t word_plus(const uint32_t (&w)[8], int k, unsigned q) {
 TP_HOST_DEVICE void gather_block(const uint32_t (&w)[8], int shift, uint32_t (&out)[4]) {
   const unsigned q = static_cast<unsigned>(shift) >> 1, bits = (shift & 1) * 16u;
   for (int k = 0; k < 4; ++k)
-    out[k] = funnel_r(word_plus(w, k, q), word_plus(w, k + 1, q), bits);
+    out[k] = funnel_r(word_at(w, k, q), word_at(w, k + 1, q), bits);
 }
 
 struct alignas(8) Words2 {

@@ -412,12 +412,6 @@ TP_DEVICE void store_bytes(void* g, const void* t) {
       reinterpret_cast<uint32_t*>(g)[k] = reinterpret_cast<const uint32_t*>(t)[k];
   }
 }
-/// Word k + q of w, for a q in 0..3 known only at run time: selects, not an indexed (local
-/// memory) access.
-template <int W>
-TP_DEVICE uint32_t word_at(const uint32_t (&w)[W], int k, unsigned q) {
-  return q == 0 ? w[k] : q == 1 ? w[k + 1] : q == 2 ? w[k + 2] : w[k + 3];
-}
 /// Registers of the loaded type take the bytes as they are: a round trip through f32 would be
 /// the load's first use, and a warp stalls at a use until its load returns.
 template <int N, typename D, typename S>
@@ -549,9 +543,7 @@ TP_DEVICE void st_block_from_shared(T* g, const T* s0, const T* s1, int shift) {
   if (shift != 0) {
     const Vec16 b = *reinterpret_cast<const Vec16*>(s1);
     const uint32_t w[8] = {a.w[0], a.w[1], a.w[2], a.w[3], b.w[0], b.w[1], b.w[2], b.w[3]};
-    const unsigned q = static_cast<unsigned>(shift) >> 1, bits = (shift & 1) * 16u;
-    for (int k = 0; k < 4; ++k)
-      out.w[k] = __funnelshift_r(word_at(w, k, q), word_at(w, k + 1, q), bits);
+    gather_block(w, shift, out.w);
   }
   *reinterpret_cast<Vec16*>(g) = out;
 }

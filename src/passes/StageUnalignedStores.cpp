@@ -16,13 +16,6 @@ namespace {
 
 using ir::Scope;
 
-int64_t bytes_of(const ir::Buffer& b) {
-  int64_t n = dtype_bytes(b->dtype);
-  for (int64_t e : b->const_shape())
-    n *= e;
-  return n;
-}
-
 /// Shared memory the kernel asks for as written: its shared tiles and the fragments that
 /// layout inference placed in shared memory.
 int64_t declared_shared_bytes(const ir::Stmt& body, const LayoutInfo& layouts) {
@@ -33,7 +26,7 @@ int64_t declared_shared_bytes(const ir::Stmt& body, const LayoutInfo& layouts) {
     const ir::Buffer& b = a->buffer;
     if (b->scope == Scope::shared ||
         (b->scope == Scope::fragment && layouts.promoted.count(b->uid)))
-      n += bytes_of(b);
+      n += b->const_elements() * dtype_bytes(b->dtype);
   });
   return n;
 }
@@ -133,7 +126,7 @@ private:
     }
     ir::Buffer t =
         ir::make_buffer(f->name + "_out", Scope::shared, g->dtype, f->shape, f->kernel_uid, c->loc);
-    shared_bytes_ += bytes_of(t);
+    shared_bytes_ += t->const_elements() * dtype_bytes(t->dtype);
     report.staged = true;
     ir::Stmt staged = ir::Seq::make({ir::Copy::make(c->src, ir::whole(t), c->loc),
                                      ir::Copy::make(ir::whole(t), c->dst, c->loc)},

@@ -1,7 +1,7 @@
-// Host tests of the block store's arithmetic for the blocks a tile row's ends cut
-// (device/tile/block_pieces.cuh, the code st_block_part_from_shared runs on the device): the
-// gather of a block from two shared chunks at every shift, and the stores of every part of a
-// block, which must write exactly its elements.
+// Host tests of the block store's arithmetic (device/tile/block_pieces.cuh, the code
+// st_block_from_shared and st_block_part_from_shared run on the device): the gather of a block
+// from two shared chunks at every shift, and the stores of every part of a block (the blocks a
+// tile row's ends cut), which must write exactly its elements.
 #include <gtest/gtest.h>
 
 #include <cstring>
