@@ -32,13 +32,13 @@ using namespace tp;
 
 namespace {
 
-/// How the result goes out. `Store::plain`: `copy(c, C.tile(...))`, which the compiler stages
-/// through a shared tile where C's rows are not 16-byte aligned (StageUnalignedStores.h) and
-/// stores directly where they are. `Store::staged`: the kernel itself copies fragment -> shared
+/// How the result goes out. `Store::plain`: `copy(c, C.tile(...))` with
+/// annotate("staged_stores", "1"), which the compiler stages through a shared tile where C's rows
+/// are not 16-byte aligned (StageUnalignedStores.h; off by default) and stores directly where
+/// they are. `Store::staged`: the kernel itself copies fragment -> shared
 /// -> global, and the compiler cuts the last copy into the destination's aligned 16-byte blocks
 /// whatever the rows' alignment. `Store::direct`: annotate("staged_stores", "0"), the fragment's
-/// runs stored directly, in narrower pieces where a row is not 16-byte aligned (the form before
-/// the automatic staging).
+/// runs stored directly, in narrower pieces where a row is not 16-byte aligned (the default).
 /// `lanes`: the row_lanes annotation (0, the default, moves each run alone; 3 lets a warp's lanes
 /// move a row's runs together, 1 for loads only, 2 for stores only).
 enum class Store { plain, staged, direct };
@@ -53,7 +53,7 @@ Kernel scaled_add(int64_t bm, int64_t bn, int nthreads, Store store = Store::pla
   return kernel("scaled_add", {A, B, scale, C}, grid(ceildiv(N, bn), ceildiv(M, bm)),
                 threads(nthreads), [&](Var bx, Var by) {
                   annotate("row_lanes", std::to_string(lanes));
-                  if (store == Store::direct) annotate("staged_stores", "0");
+                  annotate("staged_stores", store == Store::direct ? "0" : "1");
                   Tile a = alloc_fragment({bm, bn}, bf16), b = alloc_fragment({bm, bn}, bf16);
                   Tile c = alloc_fragment({bm, bn}, bf16);
                   copy(A.tile(by * bm, bx * bn), a);
@@ -119,7 +119,7 @@ Kernel transpose(int64_t b, int nthreads, Store store = Store::plain, bool linea
                 [&](Var bx, Var by) {
                   if (linear) annotate("shared_swizzle", "0");
                   annotate("row_lanes", std::to_string(lanes));
-                  if (store == Store::direct) annotate("staged_stores", "0");
+                  annotate("staged_stores", store == Store::direct ? "0" : "1");
                   Tile s = alloc_shared({b, b}, bf16);
                   copy(A.tile(by * b, bx * b), s);
                   if (store == Store::staged) {

@@ -51,8 +51,9 @@ bool run_cpu() {
 // 32 x 32 ones, and 0.1865 against 0.2669 ms at 8191 x 8193. On 2026-12-02 the 32 x 32 tiles had
 // won (76 % against 55 %), before the shared tile was swizzled for its column reads and a
 // thread's four chunk loads went out together. Where B's rows are not 16-byte aligned (8191 x
-// 8193), the compiler now stores t through a second shared tile, cut at B's own 16-byte blocks
-// (`--show` prints the plan); not yet timed on a GPU.
+// 8193), annotate("staged_stores", "1") would have the compiler store t through a second shared
+// tile, cut at B's own 16-byte blocks (`--show` prints the plan). That pass is off by default
+// until it has run on a GPU (docs/schedules.md), so this lesson leaves it out.
 std::vector<Kernel> gpu_kernels() {
   return {transpose(64)};
 }

@@ -229,8 +229,8 @@ constexpr AnnotationRule kAnnotations[] = {
     {"shared_swizzle", 0, 1,
      "0: shared tiles stay row-major, never swizzled for their accesses (CUDA; default 1)"},
     {"staged_stores", 0, 1,
-     "0: element-wise fragments store to rows that are not 16-byte aligned directly, never "
-     "through a shared tile (CUDA; default 1)"},
+     "1: element-wise fragments store to rows that are not 16-byte aligned through a shared "
+     "tile, in the destination's aligned 16-byte blocks; 0: directly (CUDA; default 0)"},
     {"row_lanes", 0, 3,
      "which copies of a row's 16-byte runs a warp's lanes make together (an unaligned row as "
      "aligned blocks): 0 none, 1 loads, 2 stores, 3 both (CUDA; default 0)"},

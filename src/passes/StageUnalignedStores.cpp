@@ -38,7 +38,11 @@ public:
     shared_bytes_ = declared_shared_bytes(k.body, layouts);
     threads_ = k.threads;
     auto it = k.attrs.find("staged_stores");
-    asked_direct_ = it != k.attrs.end() && it->second == "0"; // values checked by annotate()
+    // Values checked by annotate(): "0" or "1".
+    off_ = it == k.attrs.end() ? !kStagedStoresByDefault : it->second == "0";
+    off_reason_ = it == k.attrs.end()
+                      ? "direct by default (annotate(\"staged_stores\", \"1\") asks for staging)"
+                      : "the kernel asks for direct stores (staged_stores = 0)";
     reads_ = buffer_accesses(k.body).reads;
   }
   std::vector<StoreStaging> stores;
@@ -75,12 +79,13 @@ private:
   int64_t shared_bytes_ = 0; // the kernel's, with the tiles staged so far
   std::set<uint64_t> reads_; // buffers the kernel reads
   int64_t threads_ = 1;
-  bool asked_direct_ = false; // annotate("staged_stores", "0")
+  bool off_ = false;       // annotate("staged_stores", "0"), or no annotation while off by default
+  std::string off_reason_; // why, in words
 
   /// Why the copy is not staged; empty when it may be.
   std::string blocker(const ir::Copy* c) const {
     const ir::Buffer &f = c->src.buffer, &g = c->dst.buffer;
-    if (asked_direct_) return "the kernel asks for direct stores (staged_stores = 0)";
+    if (off_) return off_reason_;
     if (dtype_bytes(g->dtype) != 2) return "the destination's elements are not 16-bit";
     if (!ir::is_whole(c->src) || f->rank() != 2)
       return "it stores part of a fragment, or a 1-d one";

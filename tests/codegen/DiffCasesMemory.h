@@ -627,11 +627,12 @@ inline DiffCase shared_tile_block_stores() {
   return c;
 }
 
-/// Element-wise stores the compiler stages through shared tiles (passes/StageUnalignedStores.h)
-/// at rows of every alignment: one f32 fragment stored to two bf16 tensors (two staged tiles),
-/// the second 3 columns in, inside a serial loop over two row blocks (the staged tiles are
-/// written again in the next trip, so the block store's reads must end before). 16 x 128 over
-/// 128 threads: 16 elements a thread. Values x * 0.5 + 1 of small integers: exact in bf16.
+/// Element-wise stores the compiler stages through shared tiles (passes/StageUnalignedStores.h;
+/// the kernel asks, the pass being off by default) at rows of every alignment: one f32 fragment
+/// stored to two bf16 tensors (two staged tiles), the second 3 columns in, inside a serial loop
+/// over two row blocks (the staged tiles are written again in the next trip, so the block store's
+/// reads must end before). 16 x 128 over 128 threads: 16 elements a thread. Values x * 0.5 + 1 of
+/// small integers: exact in bf16.
 inline DiffCase staged_stores_in_a_loop() {
   DiffCase c;
   c.name = "StagedStoresInALoop";
@@ -640,6 +641,7 @@ inline DiffCase staged_stores_in_a_loop() {
   c.kernel = kernel(
       "staged_stores", {A, D, E}, grid(ceildiv(N, 128), ceildiv(M, 32)), threads(128),
       [&](Var bx, Var by) {
+        annotate("staged_stores", "1");
         Tile a = alloc_fragment({16, 128}, bf16), s = alloc_fragment({16, 128}, f32);
         serial(2, [&](Var r) {
           Expr row = by * 32 + r * 16;
