@@ -55,8 +55,11 @@ void interpret(const Kernel& k, const std::vector<HostTensor*>& args,
     user_error() << "kernel '" << kn.name << "' has scalar parameters; pass them with the "
                  << "interpreter's Arg list (tp::interpret takes numbers for them)";
   std::vector<Arg> a;
-  for (HostTensor* t : args)
-    a.push_back(Arg{t});
+  for (HostTensor* t : args) {
+    Arg arg;
+    arg.tensor = t;
+    a.push_back(std::move(arg));
+  }
   interpret_args(k, a, opts);
 }
 
