@@ -274,9 +274,10 @@ void print(const std::string& label, const Tile& tile, Loc loc = Loc::current())
 /// "paired_stores" (1: parallel loops over a gemm accumulator store two adjacent columns at
 /// once), "tma_stores" (0: accumulators stored from registers), "shared_swizzle" (0: shared
 /// tiles row-major), "staged_stores" (1: element-wise fragments store to unaligned rows
-/// through a shared tile, in the destination's aligned blocks; 0, the default: directly), "row_lanes" (which copies of a row's runs a warp's
-/// lanes make together: 0 none, the default; 1 loads, 2 stores, 3 both). An unknown key or a
-/// value out of range is a user error naming the choices.
+/// through a shared tile, in the destination's aligned blocks; 0, the default: directly),
+/// "row_lanes" (which copies of a row's runs a warp's lanes make together: 0 none, the default; 1
+/// loads, 2 stores, 3 both). An unknown key or a value out of range is a user error naming the
+/// choices.
 void annotate(const std::string& key, const std::string& value, Loc loc = Loc::current());
 
 } // namespace tp

@@ -44,7 +44,8 @@ void scan_writes(const ir::Stmt& body, std::set<uint64_t>* written, bool* atomic
 std::array<int64_t, 3> grid_extent(const Kernel& k, const std::vector<HostTensor*>& args) {
   ir::Binding env = ir::bind_args(k.node(), describe(args));
   std::array<int64_t, 3> g{1, 1, 1};
-  for (size_t i = 0; i < k->grid.size(); ++i) g[i] = ir::eval_int(k->grid[i], env);
+  for (size_t i = 0; i < k->grid.size(); ++i)
+    g[i] = ir::eval_int(k->grid[i], env);
   return g;
 }
 
@@ -117,8 +118,10 @@ void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
   CompileEnv cenv;
   cenv.print_out = opts.print_out;
   std::vector<int> param_slots, dim_slots, block_slots, scalar_slots;
-  for (const ir::Buffer& p : kn.params) param_slots.push_back(cenv.lay.buffer(p));
-  for (const Var& d : kn.dims) dim_slots.push_back(cenv.lay.var(ir::as<ir::Variable>(d)->uid));
+  for (const ir::Buffer& p : kn.params)
+    param_slots.push_back(cenv.lay.buffer(p));
+  for (const Var& d : kn.dims)
+    dim_slots.push_back(cenv.lay.var(ir::as<ir::Variable>(d)->uid));
   for (const Var& v : kn.scalars)
     scalar_slots.push_back(cenv.lay.var(ir::as<ir::Variable>(v)->uid));
   for (const Var& b : kn.block_vars)
@@ -136,7 +139,8 @@ void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
   if (blocks.empty())
     for (int64_t z = 0; z < g[2]; ++z)
       for (int64_t y = 0; y < g[1]; ++y)
-        for (int64_t x = 0; x < g[0]; ++x) blocks.push_back({x, y, z});
+        for (int64_t x = 0; x < g[0]; ++x)
+          blocks.push_back({x, y, z});
   for (const auto& b : blocks)
     for (int i = 0; i < 3; ++i)
       if (b[i] < 0 || b[i] >= g[i])
@@ -168,7 +172,8 @@ void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
     c->scratch.resize(cenv.lay.num_exprs);
     c->buf.assign(nslots_buf, nullptr);
     c->owned.resize(nslots_buf);
-    for (size_t i = 0; i < args.size(); ++i) c->buf[param_slots[i]] = &globals[i];
+    for (size_t i = 0; i < args.size(); ++i)
+      c->buf[param_slots[i]] = &globals[i];
     for (size_t i = 0; i < dim_slots.size(); ++i)
       c->scalar[dim_slots[i]] = static_cast<double>(env.at(ir::as<ir::Variable>(kn.dims[i])->uid));
     for (size_t i = 0; i < scalar_slots.size(); ++i)
@@ -176,8 +181,9 @@ void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
     return c;
   };
 
-  int nthreads = opts.threads > 0 ? opts.threads
-                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int nthreads = opts.threads > 0
+                     ? opts.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (atomics) nthreads = 1;
   nthreads = static_cast<int>(std::min<size_t>(nthreads, blocks.size()));
   std::atomic<size_t> next{0};
@@ -204,8 +210,10 @@ void interpret_args(const Kernel& k, const std::vector<Arg>& all_args,
     worker();
   } else {
     std::vector<std::thread> pool;
-    for (int t = 0; t < nthreads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
+    for (int t = 0; t < nthreads; ++t)
+      pool.emplace_back(worker);
+    for (auto& t : pool)
+      t.join();
   }
   if (first_error) std::rethrow_exception(first_error);
 
